@@ -1,0 +1,81 @@
+"""The model-call interface the decoder talks to, and its Hugging Face eager implementation.
+
+A runner owns one sequence's KV cache. The decoder only ever calls:
+    prefill(ids)          -> logits of the last position, shape [V]
+    forward(new_ids)      -> logits for each new position, shape [len(new_ids), V]
+    rollback(length)      -> forget every cached position from `length` on
+so a static-cache / CUDA-graph runner can replace HFEagerRunner without touching verification.
+"""
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+import torch
+from transformers import DynamicCache
+
+from .cache_compat import accepts_logits_to_keep, cache_argument_name, cache_bytes, crop_cache, crop_style
+
+
+class ModelRunner(Protocol):
+    length: int  # positions held in the cache
+    forward_calls: int  # decode forwards (prefill excluded)
+    forward_time_s: float  # time inside model calls, prefill included
+
+    def prefill(self, ids: list[int]) -> torch.Tensor | None: ...
+
+    def forward(self, ids: list[int]) -> torch.Tensor: ...
+
+    def rollback(self, length: int) -> None: ...
+
+    def kv_bytes(self) -> int: ...
+
+
+class HFEagerRunner:
+    """Batch-1 decoding through a transformers model with a DynamicCache."""
+
+    def __init__(self, model, vocab_limit: int):
+        self.model = model
+        self.device = next(model.parameters()).device
+        self.vocab_limit = vocab_limit  # logits beyond the shared real vocabulary are dropped
+        self.cache = DynamicCache()
+        self.length = 0
+        self.forward_calls = 0
+        self.forward_time_s = 0.0
+        self._cache_arg = cache_argument_name(model)
+        self._crop_style = None
+        self._trim_logits = accepts_logits_to_keep(model)
+        self._sync = torch.cuda.synchronize if self.device.type == "cuda" else None
+
+    def prefill(self, ids: list[int]) -> torch.Tensor | None:
+        if not ids:
+            return None
+        return self._call(ids, keep_last_only=True)[-1]
+
+    def forward(self, ids: list[int]) -> torch.Tensor:
+        self.forward_calls += 1
+        return self._call(ids, keep_last_only=False)
+
+    def rollback(self, length: int) -> None:
+        if length >= self.length:
+            return
+        self._crop_style = self._crop_style or crop_style(self.cache)
+        crop_cache(self.cache, self.length, length, self._crop_style)
+        self.length = length
+
+    def kv_bytes(self) -> int:
+        return cache_bytes(self.cache)
+
+    @torch.inference_mode()
+    def _call(self, ids: list[int], keep_last_only: bool) -> torch.Tensor:
+        input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
+        kwargs = {self._cache_arg: self.cache, "use_cache": True}
+        if self._trim_logits:
+            kwargs["logits_to_keep"] = 1 if keep_last_only else 0
+        start = time.perf_counter()
+        logits = self.model(input_ids=input_ids, **kwargs).logits  # [1, n, V_model]
+        if self._sync:
+            self._sync()
+        self.forward_time_s += time.perf_counter() - start
+        self.length += len(ids)
+        return logits[0, :, : self.vocab_limit].float()  # [n, V]

@@ -1,0 +1,95 @@
+"""Turning one step's tensors into a StepEvent (plain data) for renderers, the CLI and tests."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from .events import DraftToken, FinalToken, StepEvent, TokenProb
+from .verify import Verdict
+
+
+def top_tokens(model, probs: torch.Tensor, n: int) -> list[list[TokenProb]]:
+    """[rows, V] -> per row the n most probable tokens."""
+    if probs.numel() == 0:
+        return []
+    values, indices = torch.topk(probs, min(n, probs.shape[-1]), dim=-1)
+    return [
+        [TokenProb(i, model.token_text(i), v) for i, v in zip(row_ids, row_values)]
+        for row_ids, row_values in zip(indices.tolist(), values.tolist())
+    ]
+
+
+def drafted_tokens(model, draft_ids: list[int], p: torch.Tensor, q: torch.Tensor, verdict: Verdict, top_n: int):
+    k = len(draft_ids)
+    if k == 0:
+        return []
+    rows = torch.arange(k, device=p.device)
+    ids = torch.tensor(draft_ids, device=p.device)
+    p_of, q_of = p[rows, ids].tolist(), q[rows, ids].tolist()
+    top_p, top_q = top_tokens(model, p[:k], top_n), top_tokens(model, q, top_n)
+    checked = min(verdict.num_accepted + 1, k)
+    return [
+        DraftToken(
+            position=i,
+            token_id=token,
+            text=model.token_text(token),
+            q=q_of[i],
+            p=p_of[i],
+            accept_prob=verdict.accept_probs[i],
+            uniform=verdict.uniforms[i],
+            accepted=i < verdict.num_accepted,
+            evaluated=i < checked,
+            top_p=top_p[i],
+            top_q=top_q[i],
+        )
+        for i, token in enumerate(draft_ids)
+    ]
+
+
+def final_token(model, verdict: Verdict, p: torch.Tensor, kind: str, sampling: bool, top_n: int) -> FinalToken:
+    n = verdict.num_accepted
+    residual = None
+    if sampling and verdict.next_kind == "resampled":
+        residual = top_tokens(model, verdict.next_distribution.unsqueeze(0), top_n)[0]
+    return FinalToken(
+        token_id=verdict.next_token,
+        text=model.token_text(verdict.next_token),
+        kind=kind,
+        position=n,
+        p=float(p[n, verdict.next_token]),
+        top_p=top_tokens(model, p[n : n + 1], top_n)[0],
+        residual_top=residual,
+    )
+
+
+def build_event(
+    *,
+    model,
+    index: int,
+    sampling: bool,
+    draft_ids: list[int],
+    p: torch.Tensor,
+    q: torch.Tensor,
+    verdict: Verdict,
+    final: Optional[FinalToken],
+    emitted: list[int],
+    times: tuple[float, float, float],
+    stop_reason: Optional[str],
+    top_n: int,
+) -> StepEvent:
+    return StepEvent(
+        index=index,
+        mode="sampling" if sampling else "greedy",
+        k=len(draft_ids),
+        drafted=drafted_tokens(model, draft_ids, p, q, verdict, top_n),
+        num_accepted=verdict.num_accepted,
+        final=final,
+        emitted_ids=emitted,
+        emitted_text="".join(model.token_text(t) for t in emitted),
+        draft_time_s=times[0],
+        verify_time_s=times[1],
+        other_time_s=times[2],
+        finished=stop_reason is not None,
+        stop_reason=stop_reason,
+    )

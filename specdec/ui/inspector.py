@@ -1,0 +1,130 @@
+"""Token inspector and step-through: what the draft proposed, what the target thought, and why.
+
+Pure functions from one StepEvent (and a position key: "d<i>" for drafted token i, "final" for the
+target's own token) to choices, a p/q bar chart and an explanation.
+"""
+from __future__ import annotations
+
+from html import escape
+
+import plotly.graph_objects as go
+
+from .plots import COLORS, style_figure
+
+
+def _show(text: str) -> str:
+    return repr(text)[1:-1] or "∅"
+
+
+def _fate(d) -> str:
+    return "accepted" if d.accepted else ("rejected" if d.evaluated else "unchecked")
+
+
+def position_choices(event) -> list[tuple[str, str]]:
+    """Dropdown choices (label, key) for every token of a step."""
+    choices = [(f"draft {d.position + 1}: '{_show(d.text)}' · {_fate(d)}", f"d{d.position}") for d in event.drafted]
+    if event.final is not None:
+        choices.append((f"target: '{_show(event.final.text)}' · {event.final.kind}", "final"))
+    return choices
+
+
+def default_position(event) -> str | None:
+    """The most telling token of a step: its first rejection, else its final token, else the first draft."""
+    for d in event.drafted:
+        if d.evaluated and not d.accepted:
+            return f"d{d.position}"
+    if event.final is not None:
+        return "final"
+    return f"d{event.drafted[0].position}" if event.drafted else None
+
+
+def _token_of(event, key: str):
+    if key == "final":
+        return event.final
+    if key and key.startswith("d") and key[1:].isdigit() and int(key[1:]) < len(event.drafted):
+        return event.drafted[int(key[1:])]
+    return None
+
+
+def _bars(chosen_id: int, chosen_text: str, series: dict[str, tuple[list, float | None]]) -> go.Figure:
+    """Grouped bars over the union of the series' top tokens; the chosen token comes first."""
+    labels = {chosen_id: chosen_text}
+    for top, _ in series.values():
+        for tp in top:
+            labels.setdefault(tp.token_id, tp.text)
+    ids = list(labels)
+    names = [f"'{_show(labels[i])}'" + (" ◀" if i == chosen_id else "") for i in ids]
+    fig = go.Figure()
+    for (name, (top, chosen_prob)), color in zip(series.items(), (COLORS["bonus"], COLORS["resampled"])):
+        probs = {tp.token_id: tp.prob for tp in top}
+        if chosen_prob is not None:
+            probs.setdefault(chosen_id, chosen_prob)
+        fig.add_bar(x=names, y=[probs.get(i) for i in ids], name=name, marker_color=color)
+    fig.update_layout(barmode="group")
+    return fig
+
+
+def inspect_figure(event, key: str) -> go.Figure:
+    """p(x) and q(x) of the top tokens at a drafted position; p and the residual for a correction."""
+    tok = _token_of(event, key)
+    if tok is None:
+        return style_figure(go.Figure(), "Pick a token to inspect", "", "probability")
+    if key == "final":
+        series = {"p(x): target": (tok.top_p, tok.p if tok.kind != "resampled" or not tok.residual_top else None)}
+        if tok.residual_top:
+            series["norm(max(0, p − q)): residual"] = (tok.residual_top, tok.p)
+        title = f"Step {event.index}, target token '{_show(tok.text)}' ({tok.kind})"
+    else:
+        series = {"p(x): target": (tok.top_p, tok.p), "q(x): draft": (tok.top_q, tok.q)}
+        title = f"Step {event.index}, draft position {tok.position + 1}: '{_show(tok.text)}'"
+    return style_figure(_bars(tok.token_id, tok.text, series), title, "token (◀ = this one)", "probability")
+
+
+def _explain_draft(event, d) -> str:
+    head = f"The draft proposed <b>'{escape(_show(d.text))}'</b> with q(x) = {d.q:.3f}; the target gives p(x) = {d.p:.3f}."
+    if not d.evaluated:
+        return head + " It came after a rejection in this step, so it was <b>discarded unchecked</b>."
+    if event.mode == "greedy":
+        why = "it is, so it was <b>accepted</b>" if d.accepted else "it is not, so it was <b>rejected</b>"
+        return head + f" Greedy decoding accepts a draft token only if it is the target's argmax: {why}."
+    draw = "–" if d.uniform is None else f"{d.uniform:.3f}"
+    verdict = "≤" if d.accepted else ">"
+    result = "<b>accepted</b>" if d.accepted else "<b>rejected</b>"
+    return (head + f" Accept with probability min(1, p/q) = <b>{d.accept_prob:.3f}</b>; the uniform draw "
+            f"u = <b>{draw}</b> {verdict} {d.accept_prob:.3f}, so it was {result}.")
+
+
+def _explain_final(event, f) -> str:
+    token = f"<b>'{escape(_show(f.text))}'</b>"
+    if f.kind == "target":
+        return f"Target-only decoding: {token} is the target's own token (p = {f.p:.3f})."
+    if f.kind == "bonus":
+        return (f"Every drafted token was accepted, and the verify forward had already computed the target's "
+                f"next distribution, so the bonus token {token} (p = {f.p:.3f}) comes for free.")
+    if event.mode == "greedy":
+        return f"After the rejection, the target's argmax {token} is emitted instead (greedy correction)."
+    return (f"After the rejection, the target draws from the residual norm(max(0, p − q)), which removes the "
+            f"mass the draft already had its chance at; that keeps the output exactly target-distributed. "
+            f"Drawn: {token} with probability {f.p:.3f}.")
+
+
+def inspect_details(event, key: str) -> str:
+    tok = _token_of(event, key)
+    if tok is None:
+        return '<div class="explain">Click a token in the output, or pick a step and a token.</div>'
+    text = _explain_final(event, tok) if key == "final" else _explain_draft(event, tok)
+    return f'<div class="explain">{text}</div>'
+
+
+def narrate_step(event) -> str:
+    """A one-paragraph account of a whole step, for step-through teaching mode."""
+    if event.k == 0:
+        return f'<div class="explain"><b>Step {event.index}</b>: target-only, one forward, one token.</div>'
+    drafted = ", ".join(f"'{escape(_show(d.text))}'" for d in event.drafted)
+    parts = [f"<b>Step {event.index}</b>: the draft proposed K = {event.k} tokens ({drafted}); "
+             f"the target verified them in one forward and accepted <b>{event.num_accepted}</b>."]
+    if event.final is not None:
+        parts.append(_explain_final(event, event.final))
+    if event.finished:
+        parts.append(f"The run stopped here ({escape(event.stop_reason or 'finished')}).")
+    return f'<div class="explain">{" ".join(parts)}</div>'

@@ -1,0 +1,115 @@
+"""Server options from flags and environment, model preloading, and launching the app."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Mapping
+
+from specdec import presets
+
+from .callbacks import Lab, make_settings
+
+log = logging.getLogger(__name__)
+ROOT = Path(__file__).resolve().parents[2]
+TRUE = {"1", "true", "yes", "on"}
+
+
+def _flag(value: str | None, default: bool = False) -> bool:
+    return default if value is None or value == "" else value.strip().lower() in TRUE
+
+
+def parse_options(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> argparse.Namespace:
+    """Flags win over SPECDEC_* variables; on a Hugging Face Space (SPACE_ID set) the defaults follow
+    Gradio's GRADIO_SERVER_NAME/PORT so the Space is reachable, and local model paths are refused."""
+    on_space = bool(env.get("SPACE_ID"))
+    host = env.get("SPECDEC_HOST") or env.get("GRADIO_SERVER_NAME") or ("0.0.0.0" if on_space else "127.0.0.1")
+    port = int(env.get("SPECDEC_PORT") or env.get("GRADIO_SERVER_PORT") or 7860)
+    parser = argparse.ArgumentParser(prog="app.py", description="SpecDec Lab: the speculative decoding web app")
+    parser.add_argument("--host", default=host, help=f"interface to bind (default {host}; env SPECDEC_HOST)")
+    parser.add_argument("--port", type=int, default=port, help=f"port (default {port}; env SPECDEC_PORT)")
+    parser.add_argument("--share", action=argparse.BooleanOptionalAction, default=_flag(env.get("SPECDEC_SHARE")),
+                        help="create a public gradio.live link (env SPECDEC_SHARE=1)")
+    parser.add_argument("--device", default=env.get("SPECDEC_DEVICE", "auto"), help="auto, cpu, cuda, mps…")
+    parser.add_argument("--allow-local-paths", action=argparse.BooleanOptionalAction,
+                        default=_flag(env.get("SPECDEC_ALLOW_LOCAL_PATHS"), default=not on_space),
+                        help="let users load models from folders on this machine (off on Spaces)")
+    parser.add_argument("--preload", action=argparse.BooleanOptionalAction,
+                        default=_flag(env.get("SPECDEC_PRELOAD"), default=True),
+                        help="load and warm up the default pair at start-up (fast first run)")
+    return parser.parse_args(argv)
+
+
+def warm_up(lab: Lab, target: str = presets.DEFAULT_TARGET, draft: str = presets.DEFAULT_DRAFT) -> None:
+    """Loads the default pair into the shared (read-only) model cache and runs a few tokens."""
+    try:
+        t, d = lab.load(target), lab.load(draft)
+        lab.engine.generate(t, d, t.encode("def f(x):"), make_settings(4, 0.0, 1.0, 0, 8, 0))
+        log.info("preloaded %s + %s", target, draft)
+    except Exception:  # noqa: BLE001 (the app still serves; the first run will show the error)
+        log.exception("preloading the default pair failed")
+
+
+def preload_in_background(lab: Lab) -> threading.Thread:
+    thread = threading.Thread(target=warm_up, args=(lab,), name="specdec-preload", daemon=True)
+    thread.start()
+    return thread
+
+
+def serve(options: argparse.Namespace, lab: Lab | None = None, block: bool = True):
+    """Builds the app and launches it; returns (demo, local URL) when block is False."""
+    from .layout import LAUNCH_KWARGS, build_app
+
+    lab = lab or Lab(device=options.device, allow_local_paths=options.allow_local_paths)
+    demo = build_app(lab)
+    if options.preload:
+        preload_in_background(lab)
+    _, url, _ = demo.launch(server_name=options.host, server_port=options.port, share=options.share,
+                            prevent_thread_lock=not block, quiet=not block, **LAUNCH_KWARGS)
+    return demo, url
+
+
+# --- running the app in a child process (tests and measurement scripts) -------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_served(url: str, proc: subprocess.Popen, timeout_s: float = 120) -> None:
+    """Gradio prints its URL before it answers: poll until it does."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"app.py exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"{url} did not answer within {timeout_s} s")
+
+
+@contextlib.contextmanager
+def app_process(log_path: str | Path, *flags: str):
+    """Runs `python app.py --port <free> *flags` and yields its URL once it answers; stops it on exit."""
+    port = free_port()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(port), *flags], cwd=ROOT,
+                                stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        wait_until_served(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

@@ -1,0 +1,272 @@
+"""gr.Blocks wiring: components, and events bound to the plain callbacks (by output name)."""
+from __future__ import annotations
+
+import inspect
+from functools import partial, wraps
+
+import gradio as gr
+
+from specdec import presets
+
+from . import race as race_tab
+from . import sweep_view
+from .callbacks import Lab
+from .render import render_legend, render_tokens
+from .session import Session
+from .style import CSS, TOKEN_CLICK_JS
+
+DEVICE = "device"  # every timed run shares this queue slot: measurements never overlap
+EXAMPLES = [  # prompt, K, temperature, seed, max new tokens
+    ["def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n", 4, 0.0, 0, 64],
+    ["import os\n\n\ndef list_python_files(folder):\n", 6, 0.0, 0, 64],
+    ["The os module provides a portable way of using", 4, 0.7, 1, 64],
+    ["A list comprehension is", 3, 1.0, 2, 48],
+]
+INTRO = """# SpecDec Lab
+A small **draft** model proposes K tokens; the **target** checks them all in one forward pass and keeps
+the longest agreeing prefix, then adds one token of its own. Modified rejection sampling keeps the output
+exactly distributed as the target's. Watch every token's fate, inspect the probabilities behind it, and
+measure the speedup against a real target-only run on this machine."""
+
+
+def bind(fn, outputs: dict[str, gr.components.Component]):
+    """Wraps a callback that returns/yields {name: value} dicts into one returning tuples in the
+    order of `outputs`; names it leaves out become gr.skip() (the component keeps what it shows)."""
+    names = list(outputs)
+
+    def as_tuple(update: dict):
+        return tuple(update.get(name, gr.skip()) for name in names)
+
+    if inspect.isgeneratorfunction(fn):
+        @wraps(fn)
+        def stream(*args, **kwargs):
+            for update in fn(*args, **kwargs):
+                yield as_tuple(update)
+        return stream, list(outputs.values())
+
+    @wraps(fn)
+    def once(*args, **kwargs):
+        return as_tuple(fn(*args, **kwargs))
+    return once, list(outputs.values())
+
+
+def on_gpu(fn, duration_s: int):
+    """On a ZeroGPU Space (the `spaces` package is installed) the function gets a GPU while it runs;
+    anywhere else it is returned unchanged."""
+    try:
+        import spaces
+    except ImportError:
+        return fn
+    return spaces.GPU(duration=duration_s)(fn)
+
+
+def on(trigger, fn, inputs, outputs: dict, gpu_s: int | None = None, **kwargs):
+    """Registers `fn` (a dict-returning callback) on `trigger`; gpu_s marks a timed run on the device."""
+    wrapped, components = bind(fn, outputs)
+    if gpu_s:
+        wrapped = on_gpu(wrapped, gpu_s)
+    return trigger(wrapped, inputs=inputs, outputs=components, **kwargs)
+
+
+def pick_preset(key: str) -> dict:
+    """A pair preset fills the target, the draft, the sweep's drafts, and says what it needs."""
+    preset = next((p for p in presets.PAIR_PRESETS if p.key == key), None)
+    if preset is None:
+        return {}
+    where = "Bundled: works offline." if preset.bundled else "Downloaded from the Hugging Face Hub on first use."
+    return {"target": preset.target, "draft": preset.drafts[0], "sweep_drafts": list(preset.drafts),
+            "preset_note": f"{preset.note} About {preset.approx_memory_gb:g} GB of weights. {where}"}
+
+
+def _model_controls(c: dict) -> None:
+    choices = presets.all_model_choices()
+    drafts = [n for n in choices if n != presets.DEFAULT_TARGET]
+    c["preset"] = gr.Dropdown([(p.label, p.key) for p in presets.PAIR_PRESETS], value="lab", label="Pair preset")
+    c["preset_note"] = gr.Markdown(presets.PAIR_PRESETS[0].note)
+    c["target"] = gr.Dropdown(choices, value=presets.DEFAULT_TARGET, label="Target", allow_custom_value=True)
+    c["draft"] = gr.Dropdown(drafts, value=presets.DEFAULT_DRAFT, label="Draft", allow_custom_value=True)
+    with gr.Accordion("Other model (name or path)", open=False):
+        c["target_custom"] = gr.Textbox(label="Target: Hub id or local folder", placeholder="overrides the dropdown")
+        c["draft_custom"] = gr.Textbox(label="Draft: Hub id or local folder", placeholder="overrides the dropdown")
+
+
+def _decoding_controls(c: dict) -> None:
+    c["k"] = gr.Slider(1, 16, value=4, step=1, label="K (draft tokens per step)")
+    c["temperature"] = gr.Slider(0, 2, value=0.0, step=0.05, label="Temperature (0 = greedy)")
+    c["top_p"] = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p (1 = off)")
+    c["top_k"] = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)")
+    c["max_new_tokens"] = gr.Slider(1, 512, value=64, step=1, label="Max new tokens")
+    c["seed"] = gr.Number(value=0, precision=0, label="Seed")
+
+
+def _prompt_controls(c: dict) -> None:
+    c["prompt"] = gr.Textbox(label="Prompt", lines=4, value=EXAMPLES[0][0], elem_id="prompt")
+    with gr.Row():
+        c["clean"] = gr.Checkbox(value=True, label="Clean up whitespace in the prompt (collapse stray spaces/tabs)")
+        c["cleanup"] = gr.Markdown(elem_id="cleanup-note")
+    gr.Examples(EXAMPLES, [c["prompt"], c["k"], c["temperature"], c["seed"], c["max_new_tokens"]],
+                label="Examples (code and prose, fixed seeds)", example_labels=[
+                    "code · fibonacci · greedy", "code · os.walk · greedy K=6", "prose · T=0.7", "prose · T=1.0"])
+
+
+def _generate_tab(c: dict) -> None:
+    with gr.Row():
+        c["run"] = gr.Button("Run", variant="primary", elem_id="run-btn", scale=2)
+        c["stop"] = gr.Button("Stop", variant="stop", elem_id="stop-btn", scale=1)
+    c["status"] = gr.HTML(elem_id="gen-status", min_height=0)
+    c["error"] = gr.HTML(elem_id="gen-error", min_height=0)
+    gr.HTML(render_legend())
+    c["tokens"] = gr.HTML(render_tokens([], empty_note="Press Run: tokens appear here, step by step."),
+                          js_on_load=TOKEN_CLICK_JS, elem_id="tokens", max_height=460, autoscroll=True)
+    c["cards"] = gr.HTML(elem_id="cards")
+    with gr.Accordion("Token inspector & step-through (click any token)", open=False,
+                      elem_id="inspector") as c["inspector_box"]:
+        with gr.Row():
+            c["prev"] = gr.Button("◀ Step", size="sm", scale=0, min_width=80)
+            c["inspect_step"] = gr.Slider(0, 1, value=0, step=1, label="Step", scale=4)
+            c["next"] = gr.Button("Step ▶", size="sm", scale=0, min_width=80)
+            c["inspect_pos"] = gr.Dropdown([], label="Token in this step", scale=3)
+        c["step_story"] = gr.HTML(elem_id="step-story")
+        c["replay"] = gr.HTML(elem_id="replay")
+        with gr.Row():
+            c["inspect_plot"] = gr.Plot(label="p(x) vs q(x)", elem_id="inspect-plot")
+            c["inspect_details"] = gr.HTML(elem_id="inspect-details")
+    with gr.Row():
+        c["plot_acceptance"] = gr.Plot(elem_id="plot-acceptance", show_label=False)
+        c["plot_lengths"] = gr.Plot(elem_id="plot-lengths", show_label=False)
+    with gr.Row():
+        c["plot_throughput"] = gr.Plot(elem_id="plot-throughput", show_label=False)
+        c["plot_memory"] = gr.Plot(elem_id="plot-memory", show_label=False)
+    c["steps_table"] = gr.Dataframe(label="Steps", wrap=True, max_height=300, elem_id="steps-table")
+    c["exports"] = gr.File(label="Full trace (CSV per token, JSON with everything)", file_count="multiple")
+
+
+def _race_tab(c: dict) -> None:
+    gr.Markdown("Both decoders share this device, so they take turns; each clock counts only its own compute, "
+                "so the tokens/s you see are what each gets alone. Uses the models and settings on the left.")
+    with gr.Row():
+        c["race_run"] = gr.Button("Start race", variant="primary", elem_id="race-btn", scale=2)
+        c["race_stop"] = gr.Button("Stop", variant="stop", scale=1)
+    c["race_status"] = gr.HTML(min_height=0)
+    c["race_error"] = gr.HTML(min_height=0)
+    c["race_summary"] = gr.HTML(elem_id="race-summary")
+    with gr.Row(equal_height=True):
+        c["race_base"] = gr.HTML(elem_id="race-base")
+        c["race_spec"] = gr.HTML(elem_id="race-spec")
+
+
+def _sweep_tab(c: dict) -> None:
+    drafts = [n for n in presets.all_model_choices() if n != presets.DEFAULT_TARGET]
+    with gr.Row():
+        c["sweep_drafts"] = gr.Dropdown(drafts, value=[presets.DEFAULT_DRAFT], multiselect=True,
+                                        allow_custom_value=True, label="Drafts", scale=3)
+        c["sweep_ks"] = gr.Textbox("1-8", label="K values (e.g. 1-8 or 1,2,4,8)", elem_id="sweep-ks", scale=2)
+        c["sweep_temps"] = gr.Textbox("0, 0.7, 1.0", label="Temperatures", elem_id="sweep-temps", scale=2)
+        c["sweep_tokens"] = gr.Slider(8, 256, value=64, step=8, label="New tokens per run", scale=2,
+                                       elem_id="sweep-tokens")
+    with gr.Row():
+        c["sweep_run"] = gr.Button("Run sweep", variant="primary", elem_id="sweep-btn", scale=2)
+        c["sweep_stop"] = gr.Button("Stop", variant="stop", scale=1)
+    c["sweep_status"] = gr.HTML(min_height=0)
+    c["sweep_error"] = gr.HTML(min_height=0)
+    c["sweep_best"] = gr.HTML(elem_id="sweep-best")
+    with gr.Row():
+        c["sweep_speedup"] = gr.Plot(elem_id="sweep-speedup", show_label=False)
+        c["sweep_acceptance"] = gr.Plot(elem_id="sweep-acceptance", show_label=False)
+    c["sweep_heatmap"] = gr.Plot(elem_id="sweep-heatmap", show_label=False)
+    c["sweep_table"] = gr.Dataframe(label="Sweep (measured; theory with measured α and c)", max_height=300)
+    c["sweep_export"] = gr.File(label="Sweep table (CSV)")
+
+
+def _wire_generate(lab: Lab, c: dict, s) -> None:
+    pick = lambda *names: {n: c[n] for n in names}  # noqa: E731
+    settings = [c[n] for n in ("prompt", "clean", "target", "draft", "target_custom", "draft_custom", "k",
+                               "temperature", "top_p", "top_k", "max_new_tokens", "seed")]
+    inspect_out = pick("inspect_step", "inspect_pos", "replay", "step_story", "inspect_plot", "inspect_details")
+    run = on(c["run"].click, lab.generate, [s, *settings],
+             pick("status", "error", "cleanup", "tokens", "cards", "plot_acceptance", "plot_lengths",
+                  "plot_throughput", "plot_memory", "steps_table", "exports"),
+             api_name="generate", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120,
+             show_progress_on=[c["tokens"]])
+    on(run.then, lab.first_interesting_step, [s], inspect_out, api_visibility="private")
+    on(c["stop"].click, lab.stop, [s], pick("status"), concurrency_limit=None, api_name="stop")
+    on(c["inspect_step"].release, lab.show_step, [s, c["inspect_step"]], inspect_out, api_visibility="private")
+    on(c["prev"].click, partial(lab.step_by, delta=-1), [s, c["inspect_step"]], inspect_out, api_visibility="private")
+    on(c["next"].click, partial(lab.step_by, delta=1), [s, c["inspect_step"]], inspect_out, api_visibility="private")
+    on(c["inspect_pos"].input, lab.show_token, [s, c["inspect_step"], c["inspect_pos"]],
+       pick("inspect_plot", "inspect_details"), api_visibility="private")
+    on(c["tokens"].select, lab.select_token, [s], {**inspect_out, "inspector_box": c["inspector_box"]},
+       api_visibility="private")
+    return settings
+
+
+def _wire_race_and_sweep(lab: Lab, c: dict, s, settings) -> None:
+    on(c["race_run"].click, partial(race_tab.race, lab), [s, *settings],
+       {"status": c["race_status"], "error": c["race_error"], "cleanup": c["cleanup"],
+        "race_base": c["race_base"], "race_spec": c["race_spec"], "race_summary": c["race_summary"]},
+       api_name="race", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120,
+       show_progress_on=[c["race_base"], c["race_spec"]])
+    on(c["sweep_run"].click, partial(sweep_view.sweep, lab),
+       [s, c["prompt"], c["clean"], c["target"], c["target_custom"], c["sweep_drafts"], c["sweep_ks"],
+        c["sweep_temps"], c["sweep_tokens"], c["seed"], c["top_p"], c["top_k"]],
+       {"status": c["sweep_status"], "error": c["sweep_error"], "cleanup": c["cleanup"],
+        **{n: c[n] for n in ("sweep_acceptance", "sweep_speedup", "sweep_heatmap", "sweep_table", "sweep_export",
+                             "sweep_best")}},
+       api_name="sweep", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=300,
+       show_progress_on=[c["sweep_speedup"]])
+    on(c["preset"].input, pick_preset, [c["preset"]], {n: c[n] for n in ("target", "draft", "sweep_drafts",
+                                                                         "preset_note")}, api_visibility="private")
+    for name, status in (("race_stop", "race_status"), ("sweep_stop", "sweep_status")):
+        on(c[name].click, lab.stop, [s], {"status": c[status]}, concurrency_limit=None, api_visibility="private")
+
+
+def build_app(lab: Lab | None = None) -> gr.Blocks:
+    """The whole app; `lab` binds the callbacks to an engine (default: the real one)."""
+    lab = lab or Lab()
+    c: dict = {}
+    with gr.Blocks(title="SpecDec Lab") as demo:
+        session = gr.State(Session())
+        with gr.Sidebar(label="Models & decoding", width=330):
+            _model_controls(c)
+            _decoding_controls(c)
+        gr.Markdown(INTRO)
+        _prompt_controls(c)
+        with gr.Tabs():
+            with gr.Tab("Generate", id="generate"):
+                _generate_tab(c)
+            with gr.Tab("Race", id="race"):
+                _race_tab(c)
+            with gr.Tab("Sweep", id="sweep"):
+                _sweep_tab(c)
+            with gr.Tab("How it works", id="theory"):
+                gr.Markdown(THEORY)
+        settings = _wire_generate(lab, c, session)
+        _wire_race_and_sweep(lab, c, session, settings)
+    demo.queue(default_concurrency_limit=1)
+    return demo
+
+
+LAUNCH_KWARGS = {"css": CSS, "theme": gr.themes.Soft(), "footer_links": ["api", "gradio"]}
+
+THEORY = r"""
+### The algorithm (Leviathan et al. 2023; Chen et al. 2023)
+1. The draft proposes K tokens x₁…x_K autoregressively, with probabilities q(x).
+2. The target scores all K+1 positions in **one** forward pass, giving p(x).
+3. Each drafted token is accepted with probability **min(1, p(x)/q(x))** (a uniform draw u decides);
+   at the first rejection the target samples a **correction** from the residual **norm(max(0, p − q))**.
+   If all K are accepted, it adds a **bonus** token from p at position K+1.
+4. Greedy decoding (temperature 0) accepts a draft token exactly when it is the target's argmax.
+
+The output is distributed exactly as if the target had decoded alone: only the speed changes.
+
+### What to expect
+With acceptance rate α (per drafted token), draft length K and cost ratio c = draft forward time /
+target forward time:
+
+* expected tokens per target forward: **E = (1 − α^(K+1)) / (1 − α)** (bonus included: vanilla = 1.00)
+* wall-time speedup: **(1 − α^(K+1)) / ((1 − α)(K·c + 1))**; e.g. α = 0.8, K = 4, c = 0.05 → ≈ 2.8×.
+
+The Sweep tab measures α and c on this machine and draws this curve over the measured speedups.
+Measured speedups here compare against a real target-only run of the same engine, prompt and settings;
+"tokens/s" is engine time (model calls, sampling, bookkeeping, prefill), never UI rendering.
+"""

@@ -1,0 +1,101 @@
+"""HTML for a run's tokens, coloured by their fate, with a legend and visible step boundaries.
+
+Every fate has a hue AND a shape (underline style, strike-through, box), so it reads without colour.
+Spans carry classes tests and CSS rely on: tok-accepted, tok-rejected, tok-unchecked, tok-resampled,
+tok-bonus, tok-target; data-step / data-pos say where a token came from (for the inspector).
+"""
+from __future__ import annotations
+
+from html import escape
+
+FATES = {
+    "accepted": ("Accepted draft token", "the draft proposed it, the target agreed"),
+    "rejected": ("Rejected draft token", "struck through where the draft proposed it"),
+    "unchecked": ("Discarded unchecked", "proposed after a rejection, never evaluated"),
+    "resampled": ("Correction", "drawn by the target after a rejection"),
+    "bonus": ("Bonus token", "drawn by the target after all K were accepted"),
+    "target": ("Target-only token", "plain decoding, one target forward per token"),
+}
+_LEGEND_ORDER = ("accepted", "rejected", "unchecked", "resampled", "bonus")
+
+
+def _visible(text: str, struck: bool) -> str:
+    """Escapes token text; newlines show as ↵ (and still break the line unless struck through)."""
+    if not text:
+        return '<span class="tok-empty">∅</span>'
+    if struck:  # never laid out: whitespace is drawn, not applied
+        return escape(text).replace(" ", "·").replace("\t", "⇥").replace("\n", "↵")
+    return escape(text).replace("\t", "⇥\t").replace("\n", '<span class="nl">↵</span>\n')
+
+
+def _fmt(x: float | None) -> str:
+    return "–" if x is None else f"{x:.3f}"
+
+
+def _draft_title(event, d) -> str:
+    fate = "accepted" if d.accepted else ("rejected" if d.evaluated else "discarded unchecked")
+    parts = [f"step {event.index} · draft position {d.position + 1} · {fate}", f"q={_fmt(d.q)} p={_fmt(d.p)}"]
+    if d.evaluated:
+        parts.append(f"min(1,p/q)={_fmt(d.accept_prob)}" + (f" u={_fmt(d.uniform)}" if d.uniform is not None else ""))
+    return " · ".join(parts)
+
+
+def _span(fate: str, text: str, step: int, pos: str, title: str, extra: str = "") -> str:
+    struck = fate in ("rejected", "unchecked")
+    classes = f"tok tok-{fate}" + (" tok-rejected" if fate == "unchecked" else "") + extra
+    return (f'<span class="{classes}" data-step="{step}" data-pos="{pos}" title="{escape(title)}">'
+            f"{_visible(text, struck)}</span>")
+
+
+def render_step(event, current: bool = False) -> str:
+    """One step: its accepted drafts, its struck-through rejected drafts, then its final token."""
+    kept = len(event.emitted_ids)
+    spans = []
+    for d in event.drafted:
+        if d.accepted and d.position >= kept:
+            continue  # cut by EOS / max_new_tokens
+        fate = "accepted" if d.accepted else ("rejected" if d.evaluated else "unchecked")
+        spans.append(_span(fate, d.text, event.index, f"d{d.position}", _draft_title(event, d)))
+    final = event.final
+    if final is not None and final.position < kept:
+        title = f"step {event.index} · {FATES[final.kind][0].lower()} · p={_fmt(final.p)}"
+        spans.append(_span(final.kind, final.text, event.index, "final", title))
+    cls = "tok-step tok-step-current" if current else "tok-step"
+    return f'<span class="{cls}" data-step="{event.index}">{"".join(spans)}</span>'
+
+
+def render_tokens(events, prompt: str = "", *, current_step: int | None = None,
+                  streaming: bool = False, empty_note: str = "") -> str:
+    """The whole output: prompt (grey), then every step, separated by thin step markers."""
+    parts = [f'<span class="tok-prompt">{_visible(prompt, False)}</span>'] if prompt else []
+    for event in events:
+        parts.append(f'<span class="step-mark" title="step {event.index}">{event.index}</span>')
+        parts.append(render_step(event, current=event.index == current_step))
+    if streaming:
+        parts.append('<span class="tok-cursor">▌</span>')
+    if not events and empty_note:
+        parts.append(f'<span class="tok-note">{escape(empty_note)}</span>')
+    return f'<div class="tok-out">{"".join(parts)}</div>'
+
+
+def render_legend(fates=_LEGEND_ORDER) -> str:
+    """Swatches styled exactly like the tokens, with what each fate means."""
+    items = "".join(
+        f'<span class="legend-item"><span class="tok tok-{f}{" tok-rejected" if f == "unchecked" else ""}">'
+        f'{"token"}</span> {escape(FATES[f][0])}<small> · {escape(FATES[f][1])}</small></span>'
+        for f in fates)
+    mark = '<span class="legend-item"><span class="step-mark">3</span> step boundary (number = step)</span>'
+    return f'<div class="tok-legend">{items}{mark}</div>'
+
+
+def render_error(message: str | None) -> str:
+    """A visible error box (empty string when there is nothing wrong)."""
+    if not message:
+        return ""
+    return f'<div class="error-box" role="alert"><b>⚠ Problem:</b> {escape(message)}</div>'
+
+
+def render_status(message: str | None) -> str:
+    if not message:
+        return ""
+    return f'<div class="status-line">{escape(message)}</div>'

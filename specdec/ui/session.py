@@ -1,0 +1,32 @@
+"""Per-browser-session state (held in gr.State, deep-copied per session: no user's run is global)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+@dataclass
+class RunView:
+    """A finished (or stopped) run, kept for the inspector, step-through and export."""
+
+    prompt: str
+    events: list
+    result: Any = None  # the engine's RunResult (for a stopped run: the tokens produced so far)
+    baseline: Any = None  # the measured target-only RunResult
+    exports: list = field(default_factory=list)
+    stopped: bool = False
+
+
+@dataclass
+class Session:
+    last_run: Optional[RunView] = None
+    baselines: dict = field(default_factory=dict)  # baseline_key -> measured target-only RunResult
+    stop_requested: bool = False
+    sweep_rows: list = field(default_factory=list)
+
+    def event(self, step: int):
+        """The step event of the last run, clamped to the existing range (None without a run)."""
+        if self.last_run is None or not self.last_run.events:
+            return None
+        events = self.last_run.events
+        return events[max(0, min(int(step or 0), len(events) - 1))]

@@ -1,0 +1,77 @@
+"""pandas views of a run (steps table, per-token trace) and their CSV / JSON export."""
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+STEP_COLUMNS = ["step", "K", "drafted", "accepted", "final", "final kind", "emitted",
+                "draft ms", "verify ms", "other ms"]
+
+
+def _final_kind(event) -> str:
+    return event.final.kind if event.final else ("stop: " + (event.stop_reason or "?"))
+
+
+def steps_dataframe(events) -> pd.DataFrame:
+    """One row per step: what was drafted, how much was accepted, what the target added, timings."""
+    rows = [{
+        "step": e.index,
+        "K": e.k,
+        "drafted": " | ".join(repr(d.text)[1:-1] for d in e.drafted),
+        "accepted": e.num_accepted,
+        "final": repr(e.final.text)[1:-1] if e.final else "",
+        "final kind": _final_kind(e),
+        "emitted": repr(e.emitted_text)[1:-1],
+        "draft ms": round(e.draft_time_s * 1e3, 2),
+        "verify ms": round(e.verify_time_s * 1e3, 2),
+        "other ms": round(e.other_time_s * 1e3, 2),
+    } for e in events]
+    return pd.DataFrame(rows, columns=STEP_COLUMNS)
+
+
+def _draft_row(e, d) -> dict:
+    fate = "accepted" if d.accepted else ("rejected" if d.evaluated else "unchecked")
+    return {"step": e.index, "position": d.position, "role": "draft", "fate": fate, "token_id": d.token_id,
+            "text": d.text, "q": d.q, "p": d.p, "accept_prob": d.accept_prob, "uniform": d.uniform}
+
+
+def _final_row(e) -> dict:
+    f = e.final
+    return {"step": e.index, "position": f.position, "role": "target", "fate": f.kind, "token_id": f.token_id,
+            "text": f.text, "q": None, "p": f.p, "accept_prob": None, "uniform": None}
+
+
+def trace_dataframe(events) -> pd.DataFrame:
+    """The full trace, one row per proposed or emitted token, with q, p, min(1,p/q) and the draw."""
+    rows = []
+    for e in events:
+        rows.extend(_draft_row(e, d) for d in e.drafted)
+        if e.final is not None:
+            rows.append(_final_row(e))
+    return pd.DataFrame(rows, columns=["step", "position", "role", "fate", "token_id", "text", "q", "p",
+                                       "accept_prob", "uniform"])
+
+
+def trace_dict(result=None, events=None) -> dict:
+    """RunResult.to_dict() when the run finished; the events alone for a stopped run."""
+    if result is not None:
+        return result.to_dict()
+    return {"stopped": True, "steps": [e.to_dict() for e in events or []]}
+
+
+def export_trace(events, result=None, folder: str | None = None, stem: str = "specdec-trace") -> list[str]:
+    """Writes <stem>.csv (per-token trace) and <stem>.json (everything); returns both paths."""
+    out = Path(folder or tempfile.mkdtemp(prefix="specdec-"))
+    csv_path, json_path = out / f"{stem}.csv", out / f"{stem}.json"
+    trace_dataframe(events).to_csv(csv_path, index=False)
+    json_path.write_text(json.dumps(trace_dict(result, events), indent=1, ensure_ascii=False))
+    return [str(csv_path), str(json_path)]
+
+
+def export_dataframe(df: pd.DataFrame, stem: str, folder: str | None = None) -> str:
+    path = Path(folder or tempfile.mkdtemp(prefix="specdec-")) / f"{stem}.csv"
+    df.to_csv(path, index=False)
+    return str(path)

@@ -1,0 +1,91 @@
+"""Sampled speculative decoding draws from exactly the target's (warped) distribution.
+
+Method: enumerate the target's exact joint distribution of the first two generated tokens
+(with transformers' own warpers, as `generate` applies them), draw N speculative samples from
+one seeded generator (K=3, 4 new tokens, so multi-token acceptance, resampling and bonus paths
+all occur), and run a chi-square goodness-of-fit test. Threshold: p-value >= 0.001 passes.
+A deliberately wrong verifier must fail the same test.
+"""
+import pytest
+import torch
+from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+from specdec import DecodeSettings, Generation
+from specdec.verify import Verdict
+from stats import chi_square_p_value
+from table_model import TableModel
+
+SAMPLES = 20_000
+P_VALUE_THRESHOLD = 1e-3
+VOCAB = 6
+PROMPT = [1, 4]
+WARPINGS = {
+    "temperature 1.0": DecodeSettings(temperature=1.0),
+    "temperature 0.7, top-p 0.9": DecodeSettings(temperature=0.7, top_p=0.9),
+    "temperature 1.0, top-k 3": DecodeSettings(temperature=1.0, top_k=3),
+}
+
+
+def reference_warpers(settings: DecodeSettings) -> LogitsProcessorList:
+    warpers = LogitsProcessorList([TemperatureLogitsWarper(settings.temperature)])
+    if settings.top_k:
+        warpers.append(TopKLogitsWarper(settings.top_k))
+    if settings.top_p:
+        warpers.append(TopPLogitsWarper(settings.top_p))
+    return warpers
+
+
+def exact_first_two(next_logits, settings: DecodeSettings) -> torch.Tensor:
+    """[V, V] joint probability of (token 1, token 2) under the warped target."""
+    warpers = reference_warpers(settings)
+    warp = lambda logits: torch.softmax(warpers(None, logits.reshape(1, -1).double()), dim=-1)[0]
+    first = warp(next_logits(PROMPT))
+    return torch.stack([first[a] * warp(next_logits(PROMPT + [a])) for a in range(VOCAB)])
+
+
+def speculative_counts(target, draft, settings: DecodeSettings, samples: int, **kwargs) -> torch.Tensor:
+    settings = DecodeSettings(k=3, max_new_tokens=4, temperature=settings.temperature,
+                              top_k=settings.top_k, top_p=settings.top_p)
+    generator = torch.Generator().manual_seed(1234)
+    counts = torch.zeros(VOCAB, VOCAB)
+    for _ in range(samples):
+        run = Generation(target, draft, PROMPT, settings, generator=generator, top_n=1, **kwargs)
+        first, second = run.result().token_ids[:2]
+        counts[first, second] += 1
+    return counts
+
+
+def always_accept(draft_ids, p, q, generator) -> Verdict:
+    """Wrong on purpose: keeps every drafted token, then a bonus token from p_K."""
+    k = draft_ids.numel()
+    return Verdict(k, [1.0] * k, [None] * k, int(torch.multinomial(p[k], 1, generator=generator)), "bonus", p[k])
+
+
+@pytest.fixture(scope="module")
+def models():
+    target = TableModel.random("table-target", VOCAB, seed=0)
+    return target, target.perturbed("table-draft", noise=1.5, seed=1)
+
+
+@pytest.mark.parametrize("warping", list(WARPINGS))
+def test_speculative_samples_follow_the_target_distribution(models, warping):
+    target, draft = models
+    settings = WARPINGS[warping]
+    counts = speculative_counts(target, draft, settings, SAMPLES)
+    expected = exact_first_two(target.next_logits, settings)
+    assert counts[expected == 0].sum() == 0, "a token the warped target can never emit was emitted"
+    assert chi_square_p_value(counts, expected) >= P_VALUE_THRESHOLD
+
+
+def test_draft_distribution_differs_from_target(models):
+    """Guards the test above against a draft so close that any verifier would pass."""
+    target, draft = models
+    settings = WARPINGS["temperature 1.0"]
+    assert chi_square_p_value(speculative_counts(draft, None, settings, 5_000), exact_first_two(target.next_logits, settings)) < P_VALUE_THRESHOLD
+
+
+def test_always_accepting_verifier_fails_the_same_test(models):
+    target, draft = models
+    settings = WARPINGS["temperature 1.0"]
+    counts = speculative_counts(target, draft, settings, SAMPLES, sampled_verifier=always_accept)
+    assert chi_square_p_value(counts, exact_first_two(target.next_logits, settings)) < P_VALUE_THRESHOLD

@@ -1,0 +1,156 @@
+"""Generate-tab callbacks as plain generators, driven by a scripted engine (no server, no torch)."""
+import pytest
+
+from specdec.ui.callbacks import Lab, Throttle, make_settings
+from specdec.ui.session import Session
+from ui_fakes import FakeEngine
+
+ARGS = dict(prompt="def f(x):", clean_whitespace=False, target="lab-target", draft="lab-draft", target_custom="",
+            draft_custom="", k=4, temperature=0.0, top_p=1.0, top_k=0, max_new_tokens=24, seed=0)
+
+
+@pytest.fixture
+def engine():
+    return FakeEngine()
+
+
+@pytest.fixture
+def lab(engine):
+    return Lab(engine, token_interval_s=0.0, heavy_interval_s=0.0)
+
+
+def run(lab, session=None, **changes):
+    return list(lab.generate(session or Session(), **{**ARGS, **changes}))
+
+
+def baselines_run(engine):
+    return [g for g in engine.generations if g.draft is None]
+
+
+def test_streams_at_least_one_token_update_per_step(lab, engine):
+    updates = run(lab)
+    streamed = [u for u in updates if "tokens" in u and "plot_acceptance" not in u]
+    assert len(streamed) >= len(engine.generations[0].events)
+
+
+def test_streamed_updates_are_light_and_plots_come_at_the_end(lab):
+    updates = run(lab)
+    streaming = [u for u in updates if "tokens" in u and "plot_acceptance" not in u]
+    assert all("steps_table" not in u for u in streaming)
+    assert {"plot_acceptance", "plot_lengths", "plot_throughput", "plot_memory", "steps_table",
+            "exports"} <= set(updates[-1])
+
+
+def test_final_cards_show_speedup_against_a_measured_baseline(lab, engine):
+    final = run(lab)[-1]
+    assert len(baselines_run(engine)) == 1 and "×" in final["cards"] and "baseline measured" in final["cards"]
+
+
+def test_baseline_is_cached_per_configuration_and_ignores_k(lab, engine):
+    session = Session()
+    run(lab, session)
+    run(lab, session, k=2)
+    assert len(baselines_run(engine)) == 1
+    run(lab, session, temperature=0.7)
+    assert len(baselines_run(engine)) == 2
+
+
+def test_sessions_do_not_share_runs_or_baselines(lab, engine):
+    first, second = Session(), Session()
+    run(lab, first)
+    assert second.last_run is None and not second.baselines
+    run(lab, second)
+    assert len(baselines_run(engine)) == 2 and first.last_run is not second.last_run
+
+
+def test_model_loading_reports_progress(lab):
+    statuses = [u["status"] for u in run(lab) if "status" in u]
+    assert any("Loading lab-target" in s for s in statuses) and any("Loading lab-draft" in s for s in statuses)
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(prompt="   "), "prompt is empty"),
+    (dict(draft="unknown-model"), "Unknown model"),
+    (dict(target_custom="offline-preset"), "cannot be reached"),
+    (dict(draft="incompatible-draft"), "different tokenizers"),
+])
+def test_bad_input_shows_an_error_and_touches_nothing_else(lab, changes, message):
+    updates = run(lab, **changes)
+    assert message in updates[-1]["error"] and "error-box" in updates[-1]["error"]
+    assert all(set(u) <= {"error", "status", "cleanup"} for u in updates)
+
+
+def test_out_of_memory_is_reported_clearly(lab, engine):
+    def boom(*args, **kwargs):
+        raise MemoryError()
+    engine.Generation = boom
+    assert "Out of memory" in run(lab)[-1]["error"]
+
+
+def test_a_failed_run_keeps_the_previous_run_for_the_inspector(lab):
+    session = Session()
+    run(lab, session)
+    previous = session.last_run
+    run(lab, session, prompt="")
+    assert session.last_run is previous
+
+
+def test_whitespace_cleanup_reports_what_changed_and_cleans_the_prompt(lab, engine):
+    updates = run(lab, prompt="def  f(x):  ", clean_whitespace=True)
+    assert "collapsed 1 run" in updates[0]["cleanup"] and "trailing" in updates[0]["cleanup"]
+    assert engine.generations[0].target.decode(engine.generations[0].ids) == "def f(x):"
+
+
+def test_stop_ends_the_run_after_the_current_step_and_keeps_what_was_shown(lab):
+    session = Session()
+    stream = lab.generate(session, **{**ARGS, "max_new_tokens": 200})
+    while "tokens" not in next(stream):
+        pass
+    lab.stop(session)
+    rest = list(stream)
+    assert session.last_run.stopped and "Stopped" in rest[-1]["status"]
+    assert len(session.last_run.events) <= 2 and "tokens" in rest[-1]
+
+
+def test_settings_switch_off_top_p_at_one_and_top_k_at_zero():
+    s = make_settings(4, 0.7, 1.0, 0, 64, 3)
+    assert (s.top_p, s.top_k, s.k, s.temperature, s.seed) == (None, None, 4, 0.7, 3)
+
+
+def test_throttle_lets_one_update_through_per_interval():
+    now = [0.0]
+    throttle = Throttle(0.5, clock=lambda: now[0])
+    assert throttle.ready() and not throttle.ready()
+    now[0] = 0.6
+    assert throttle.ready()
+
+
+def test_inspector_opens_after_a_run_on_the_first_step_with_a_rejection(lab):
+    session = Session()
+    run(lab, session, k=4)
+    view = lab.first_interesting_step(session)
+    assert view["inspect_step"]["value"] == 0 and view["inspect_pos"]["value"] == "d2"
+    assert "tok-step-current" in view["replay"] and "rejected" in view["inspect_details"]
+
+
+def test_step_through_moves_one_step_and_stays_in_range(lab):
+    session = Session()
+    run(lab, session)
+    last = len(session.last_run.events) - 1
+    assert lab.step_by(session, 0, 1)["inspect_step"]["value"] == 1
+    assert lab.step_by(session, last, 1)["inspect_step"]["value"] == last
+    assert lab.step_by(session, 0, -1)["inspect_step"]["value"] == 0
+
+
+def test_clicking_a_token_opens_the_inspector_on_it(lab):
+    class Click:
+        index = [1, "final"]
+    session = Session()
+    run(lab, session)
+    view = lab.select_token(session, Click())
+    assert view["inspector_box"]["open"] and view["inspect_pos"]["value"] == "final"
+    assert "residual" in view["inspect_details"] or "argmax" in view["inspect_details"]
+
+
+def test_inspector_before_any_run_asks_for_one(lab):
+    assert "Run a generation first" in lab.show_step(Session(), 0)["step_story"]

@@ -1,0 +1,24 @@
+"""Steps table and full-trace export."""
+import json
+
+import pandas as pd
+
+from specdec.ui import tables
+from ui_fakes import mixed_run
+
+
+def test_steps_table_has_one_row_per_step():
+    df = tables.steps_dataframe(mixed_run())
+    assert list(df["step"]) == [0, 1, 2] and list(df["accepted"]) == [2, 1, 1]
+    assert list(df["final kind"]) == ["bonus", "resampled", "resampled"]
+
+
+def test_trace_has_a_row_per_proposed_or_target_token_with_its_fate():
+    df = tables.trace_dataframe(mixed_run())
+    assert list(df[df.step == 1]["fate"]) == ["accepted", "rejected", "unchecked", "resampled"]
+
+
+def test_export_writes_csv_and_json_of_the_full_trace(tmp_path):
+    csv_path, json_path = tables.export_trace(mixed_run(), folder=str(tmp_path))
+    assert len(pd.read_csv(csv_path)) == 10
+    assert len(json.loads(open(json_path).read())["steps"]) == 3
