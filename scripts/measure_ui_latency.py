@@ -29,7 +29,6 @@ CLICK_TO_FIRST_TOKEN_JS = """
 () => new Promise((resolve) => {
   const out = document.querySelector('#tokens');
   out.querySelector('.tok-out').innerHTML = '';        // forget the previous run's tokens
-  document.querySelector('#gen-status').innerHTML = '';
   const obs = new MutationObserver(() => {
     if (out.querySelector('.tok-step .tok')) { obs.disconnect(); resolve(performance.now() - t0); }
   });
@@ -58,6 +57,7 @@ def measure(url: str, runs: int) -> list[float]:
         latencies = []
         for i in range(runs):
             ms = page.evaluate(CLICK_TO_FIRST_TOKEN_JS)
+            # by the first token the status already left the previous run's "Done.": wait for this run's
             page.wait_for_selector("#gen-status:has-text('Done.')")
             latencies.append(ms / 1000)
             print(f"run {i + 1}: click -> first coloured token {ms:.0f} ms", flush=True)

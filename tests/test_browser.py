@@ -3,8 +3,6 @@
 One page is shared by the tests below, in order: run a fixed-seed example, look at the tokens and the
 plots, open the inspector, run a tiny sweep, and save the README's screenshot.
 """
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import expect, sync_playwright
 

@@ -46,6 +46,11 @@ def test_final_cards_show_speedup_against_a_measured_baseline(lab, engine):
     assert len(baselines_run(engine)) == 1 and "×" in final["cards"] and "baseline measured" in final["cards"]
 
 
+def test_final_cards_compare_tokens_per_forward_with_the_theory_at_measured_alpha(lab):
+    cards = run(lab)[-1]["cards"]
+    assert "theory" in cards and "measured α=" in cards
+
+
 def test_baseline_is_cached_per_configuration_and_ignores_k(lab, engine):
     session = Session()
     run(lab, session)

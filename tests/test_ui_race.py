@@ -30,7 +30,7 @@ def test_finished_lanes_are_not_scheduled():
 def test_race_streams_both_lanes_until_both_finish_and_states_the_speedup():
     updates = list(race(Lab(FakeEngine(), token_interval_s=0.0), Session(), **ARGS))
     final = updates[-1]
-    assert "Target only 🏁" in final["race_base"] and "Speculative 🏁" in final["race_spec"]
+    assert "Target only (finished)" in final["race_base"] and "Speculative (finished)" in final["race_spec"]
     assert "tok/s" in final["race_base"] and "× the target-only speed" in final["race_summary"]
     assert sum("race_spec" in u for u in updates) > 2
 

@@ -3,8 +3,9 @@ import json
 
 import pandas as pd
 
+from specdec.events import DecodeSettings
 from specdec.ui import tables
-from ui_fakes import mixed_run
+from ui_fakes import FakeEngine, FakeModel, mixed_run
 
 
 def test_steps_table_has_one_row_per_step():
@@ -19,6 +20,8 @@ def test_trace_has_a_row_per_proposed_or_target_token_with_its_fate():
 
 
 def test_export_writes_csv_and_json_of_the_full_trace(tmp_path):
-    csv_path, json_path = tables.export_trace(mixed_run(), folder=str(tmp_path))
-    assert len(pd.read_csv(csv_path)) == 10
-    assert len(json.loads(open(json_path).read())["steps"]) == 3
+    result = FakeEngine().generate(FakeModel("t"), FakeModel("d"), [1], DecodeSettings(k=4, max_new_tokens=12))
+    csv_path, json_path = tables.export_trace(result, folder=str(tmp_path))
+    assert len(pd.read_csv(csv_path)) == len(tables.trace_dataframe(result.events))
+    saved = json.loads(open(json_path).read())
+    assert len(saved["steps"]) == len(result.events) and saved["metrics"]["new_tokens"] == 12

@@ -14,8 +14,9 @@ def make_draft(position: int, text: str, accepted: bool | None, mode: str = "sam
     """accepted=None: proposed after a rejection, never evaluated."""
     tid = 100 + position
     evaluated = accepted is not None
+    uniform = (0.3 if accepted else 0.9) if evaluated and mode == "sampling" else None
     return DraftToken(position=position, token_id=tid, text=text, q=0.5, p=0.4 if accepted else 0.1,
-                      accept_prob=0.8 if accepted else 0.2, uniform=(0.3 if accepted else 0.9) if evaluated and mode == "sampling" else None,
+                      accept_prob=0.8 if accepted else 0.2, uniform=uniform,
                       accepted=bool(accepted), evaluated=evaluated,
                       top_p=[tp(tid, text, 0.4), tp(7, "x", 0.3)], top_q=[tp(tid, text, 0.5), tp(8, "y", 0.2)])
 

@@ -57,7 +57,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     build.set_defaults(func=run_build)
     cards = sub.add_parser("cards", help="write README.md model cards from the shipped weights")
     cards.add_argument("--dir", default=None)
-    cards.add_argument("--prompts", type=int, default=6, help="prompts per kind (code, prose)")
+    cards.add_argument("--prompts", type=int, default=8, help="prompts per kind (code, prose)")
     cards.add_argument("--max-new-tokens", type=int, default=96)
     cards.add_argument("--docs", default="docs/models.md")
     cards.add_argument("--no-docs", action="store_true")

@@ -19,14 +19,16 @@ from .evaluate import loss_report
 from .export import load_training_record
 from .tokenizer import eos_id
 
+# Prompts end where a token boundary is natural: a trailing "\n" or space would be a token the
+# byte-level BPE almost never produces there ("\n" normally merges with the next line's indentation).
 CODE_PROMPTS = (
-    "def fibonacci(n):\n",
-    "import os\nimport sys\n\n\ndef main():\n",
-    'class Stack:\n    """A simple last-in, first-out stack."""\n\n    def __init__(self):\n',
-    "def read_lines(path):\n    with open(path) as f:\n",
-    "    def __repr__(self):\n        return ",
-    "for i in range(len(items)):\n    if ",
-    "try:\n    import threading\nexcept ImportError:\n",
+    "def fibonacci(n):",
+    "import os\nimport sys\n\n\ndef main():",
+    'class Stack:\n    """A simple last-in, first-out stack."""\n\n    def __init__(self):',
+    "def read_lines(path):\n    with open(path) as f:",
+    "    def __repr__(self):\n        return",
+    "for i in range(len(items)):\n    if",
+    "try:\n    import threading\nexcept ImportError:",
     "def parse_args(argv=None):\n    parser = argparse.ArgumentParser(",
 )
 PROSE_PROMPTS = (
@@ -40,9 +42,10 @@ PROSE_PROMPTS = (
     "Strings are immutable sequences of",
 )
 PROMPTS = {"code": CODE_PROMPTS, "prose": PROSE_PROMPTS}
+SAMPLE_PROMPTS = (CODE_PROMPTS[0], CODE_PROMPTS[3], CODE_PROMPTS[6], PROSE_PROMPTS[0], PROSE_PROMPTS[2])
 TEMPERATURES = (0.0, 1.0)
 K = 4
-PIN_PROMPT = "def add(a, b):\n"
+PIN_PROMPT = "def add(a, b):"
 PIN_TOKENS = 16
 
 
@@ -128,8 +131,8 @@ def greedy_continuation(model, tokenizer, prompt: str, new_tokens: int) -> list[
 
 def greedy_samples(folder: Path, max_new_tokens: int = 64) -> list[tuple[str, str]]:
     model, tokenizer = load_hf(folder)
-    prompts = CODE_PROMPTS[:2] + PROSE_PROMPTS[:2]
-    return [(p, tokenizer.decode(greedy_continuation(model, tokenizer, p, max_new_tokens))) for p in prompts]
+    return [(p, tokenizer.decode(greedy_continuation(model, tokenizer, p, max_new_tokens)))
+            for p in SAMPLE_PROMPTS]
 
 
 def greedy_pins(family_dir: Path) -> dict[str, list[int]]:

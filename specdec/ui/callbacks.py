@@ -17,7 +17,7 @@ from specdec.sweep import baseline_key, remember
 from specdec.theory import compute_stats, result_stats
 
 from . import inspector
-from .cards import render_cards
+from .cards import render_cards, theory_note
 from .models import describe_error, load_models, pick_name
 from .plots import run_figures
 from .render import render_error, render_status, render_tokens
@@ -152,15 +152,15 @@ class Lab:
         return session.last_run
 
     def finish_view(self, view: RunView, baseline_note: str = "", status: str = "") -> dict:
-        """Everything about a finished run: tokens, cards, plots, steps table, exports."""
-        memory = view.result.metrics.memory if view.result is not None else None
-        stats = result_stats(view.result) if view.result is not None else compute_stats(view.events)
+        """Everything about a finished (or stopped) run: tokens, cards, plots, steps table, exports."""
+        memory = view.result.metrics.memory
         baseline = result_stats(view.baseline) if view.baseline is not None else None
         if not view.exports:
-            view.exports = export_trace(view.events, view.result)
+            view.exports = export_trace(view.result)
         return {
             "tokens": render_tokens(view.events, view.prompt, empty_note="(no tokens)"),
-            "cards": render_cards(stats, baseline, memory, baseline_note),
+            "cards": render_cards(result_stats(view.result), baseline, memory, baseline_note,
+                                  theory_note(view.events)),
             **run_figures(view.events, view.result, view.baseline, memory),
             "steps_table": steps_dataframe(view.events),
             "exports": view.exports,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from html import escape
 
-from specdec.theory import RunStats, measured_speedup
+from specdec.theory import RunStats, expected_tokens_per_forward, measured_alpha, measured_speedup
 
 
 def format_bytes(n: int | None) -> str:
@@ -40,15 +40,25 @@ def _memory_card(memory) -> str:
     return _card("Memory", format_bytes(weights + kv), sub, "memory")
 
 
+def theory_note(events) -> str:
+    """What (1 - a^(K+1)) / (1 - a) predicts for this run's K and its measured alpha."""
+    alpha, k = measured_alpha(events), max((e.k for e in events), default=0)
+    if alpha is None or k == 0:
+        return ""
+    return f" · theory {expected_tokens_per_forward(alpha, k):.2f} at measured α={alpha:.2f}, K={k}"
+
+
 def render_cards(stats: RunStats, baseline: RunStats | None = None, memory=None,
-                 baseline_note: str = "") -> str:
-    """Acceptance rate, tokens per target forward, tokens/s, measured speedup, memory."""
+                 baseline_note: str = "", theory: str = "") -> str:
+    """Acceptance rate, tokens per target forward (with the theory's figure), tokens/s, measured
+    speedup, memory."""
     rate, per_fwd, tps = stats.acceptance_rate, stats.tokens_per_forward, stats.tokens_per_s
     cards = [
         _card("Acceptance rate", "–" if rate is None else f"{rate:.0%}",
               f"{stats.accepted} of {stats.drafted} drafted tokens", "acceptance"),
         _card("Tokens per target forward", "–" if per_fwd is None else f"{per_fwd:.2f}",
-              f"{stats.new_tokens} tokens / {stats.target_forwards} forwards (bonus included)", "tokens_per_forward"),
+              f"{stats.new_tokens} tokens / {stats.target_forwards} forwards, bonus included{theory}",
+              "tokens_per_forward"),
         _card("Tokens / s", "–" if tps is None else f"{tps:.1f}",
               f"engine time {stats.engine_s:.2f} s", "tokens_per_s"),
         _speedup_card(stats, baseline, baseline_note),

@@ -10,6 +10,7 @@ from html import escape
 import plotly.graph_objects as go
 
 from .plots import COLORS, style_figure
+from .render import fmt_prob
 
 
 def _show(text: str) -> str:
@@ -70,8 +71,9 @@ def inspect_figure(event, key: str) -> go.Figure:
     if tok is None:
         return style_figure(go.Figure(), "Pick a token to inspect", "", "probability")
     if key == "final":
-        series = {"p(x): target": (tok.top_p, tok.p if tok.kind != "resampled" or not tok.residual_top else None)}
-        if tok.residual_top:
+        from_residual = bool(tok.residual_top)  # then tok.p is its probability under the residual
+        series = {"p(x): target": (tok.top_p, None if from_residual else tok.p)}
+        if from_residual:
             series["norm(max(0, p − q)): residual"] = (tok.residual_top, tok.p)
         title = f"Step {event.index}, target token '{_show(tok.text)}' ({tok.kind})"
     else:
@@ -81,31 +83,32 @@ def inspect_figure(event, key: str) -> go.Figure:
 
 
 def _explain_draft(event, d) -> str:
-    head = f"The draft proposed <b>'{escape(_show(d.text))}'</b> with q(x) = {d.q:.3f}; the target gives p(x) = {d.p:.3f}."
+    head = (f"The draft proposed <b>'{escape(_show(d.text))}'</b> with q(x) = {fmt_prob(d.q)}; "
+            f"the target gives p(x) = {fmt_prob(d.p)}.")
     if not d.evaluated:
         return head + " It came after a rejection in this step, so it was <b>discarded unchecked</b>."
     if event.mode == "greedy":
         why = "it is, so it was <b>accepted</b>" if d.accepted else "it is not, so it was <b>rejected</b>"
         return head + f" Greedy decoding accepts a draft token only if it is the target's argmax: {why}."
-    draw = "–" if d.uniform is None else f"{d.uniform:.3f}"
     verdict = "≤" if d.accepted else ">"
     result = "<b>accepted</b>" if d.accepted else "<b>rejected</b>"
-    return (head + f" Accept with probability min(1, p/q) = <b>{d.accept_prob:.3f}</b>; the uniform draw "
-            f"u = <b>{draw}</b> {verdict} {d.accept_prob:.3f}, so it was {result}.")
+    accept = fmt_prob(d.accept_prob)
+    return (head + f" Accept with probability min(1, p/q) = <b>{accept}</b>; the uniform draw "
+            f"u = <b>{fmt_prob(d.uniform)}</b> {verdict} {accept}, so it was {result}.")
 
 
 def _explain_final(event, f) -> str:
     token = f"<b>'{escape(_show(f.text))}'</b>"
     if f.kind == "target":
-        return f"Target-only decoding: {token} is the target's own token (p = {f.p:.3f})."
+        return f"Target-only decoding: {token} is the target's own token (p = {fmt_prob(f.p)})."
     if f.kind == "bonus":
         return (f"Every drafted token was accepted, and the verify forward had already computed the target's "
-                f"next distribution, so the bonus token {token} (p = {f.p:.3f}) comes for free.")
+                f"next distribution, so the bonus token {token} (p = {fmt_prob(f.p)}) comes for free.")
     if event.mode == "greedy":
         return f"After the rejection, the target's argmax {token} is emitted instead (greedy correction)."
     return (f"After the rejection, the target draws from the residual norm(max(0, p − q)), which removes the "
             f"mass the draft already had its chance at; that keeps the output exactly target-distributed. "
-            f"Drawn: {token} with probability {f.p:.3f}.")
+            f"Drawn: {token} with probability {fmt_prob(f.p)}.")
 
 
 def inspect_details(event, key: str) -> str:

@@ -178,46 +178,49 @@ def _sweep_tab(c: dict) -> None:
     c["sweep_export"] = gr.File(label="Sweep table (CSV)")
 
 
-def _wire_generate(lab: Lab, c: dict, s) -> None:
-    pick = lambda *names: {n: c[n] for n in names}  # noqa: E731
+def pick(c: dict, *names: str, **renamed: str) -> dict:
+    """Outputs by the names a callback uses: pick(c, "tokens", status="race_status")."""
+    return {**{n: c[n] for n in names}, **{n: c[key] for n, key in renamed.items()}}
+
+
+def _wire_generate(lab: Lab, c: dict, s) -> list:
+    """Generate tab and inspector events; returns the shared settings inputs."""
     settings = [c[n] for n in ("prompt", "clean", "target", "draft", "target_custom", "draft_custom", "k",
                                "temperature", "top_p", "top_k", "max_new_tokens", "seed")]
-    inspect_out = pick("inspect_step", "inspect_pos", "replay", "step_story", "inspect_plot", "inspect_details")
+    inspect_out = pick(c, "inspect_step", "inspect_pos", "replay", "step_story", "inspect_plot", "inspect_details")
     run = on(c["run"].click, lab.generate, [s, *settings],
-             pick("status", "error", "cleanup", "tokens", "cards", "plot_acceptance", "plot_lengths",
+             pick(c, "status", "error", "cleanup", "tokens", "cards", "plot_acceptance", "plot_lengths",
                   "plot_throughput", "plot_memory", "steps_table", "exports"),
              api_name="generate", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120,
              show_progress_on=[c["tokens"]])
     on(run.then, lab.first_interesting_step, [s], inspect_out, api_visibility="private")
-    on(c["stop"].click, lab.stop, [s], pick("status"), concurrency_limit=None, api_name="stop")
+    on(c["stop"].click, lab.stop, [s], pick(c, "status"), concurrency_limit=None, api_name="stop")
     on(c["inspect_step"].release, lab.show_step, [s, c["inspect_step"]], inspect_out, api_visibility="private")
     on(c["prev"].click, partial(lab.step_by, delta=-1), [s, c["inspect_step"]], inspect_out, api_visibility="private")
     on(c["next"].click, partial(lab.step_by, delta=1), [s, c["inspect_step"]], inspect_out, api_visibility="private")
     on(c["inspect_pos"].input, lab.show_token, [s, c["inspect_step"], c["inspect_pos"]],
-       pick("inspect_plot", "inspect_details"), api_visibility="private")
-    on(c["tokens"].select, lab.select_token, [s], {**inspect_out, "inspector_box": c["inspector_box"]},
+       pick(c, "inspect_plot", "inspect_details"), api_visibility="private")
+    on(c["tokens"].select, lab.select_token, [s], {**inspect_out, **pick(c, "inspector_box")},
        api_visibility="private")
     return settings
 
 
 def _wire_race_and_sweep(lab: Lab, c: dict, s, settings) -> None:
     on(c["race_run"].click, partial(race_tab.race, lab), [s, *settings],
-       {"status": c["race_status"], "error": c["race_error"], "cleanup": c["cleanup"],
-        "race_base": c["race_base"], "race_spec": c["race_spec"], "race_summary": c["race_summary"]},
+       pick(c, "cleanup", "race_base", "race_spec", "race_summary", status="race_status", error="race_error"),
        api_name="race", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120,
        show_progress_on=[c["race_base"], c["race_spec"]])
     on(c["sweep_run"].click, partial(sweep_view.sweep, lab),
        [s, c["prompt"], c["clean"], c["target"], c["target_custom"], c["sweep_drafts"], c["sweep_ks"],
         c["sweep_temps"], c["sweep_tokens"], c["seed"], c["top_p"], c["top_k"]],
-       {"status": c["sweep_status"], "error": c["sweep_error"], "cleanup": c["cleanup"],
-        **{n: c[n] for n in ("sweep_acceptance", "sweep_speedup", "sweep_heatmap", "sweep_table", "sweep_export",
-                             "sweep_best")}},
+       pick(c, "cleanup", "sweep_acceptance", "sweep_speedup", "sweep_heatmap", "sweep_table", "sweep_export",
+            "sweep_best", status="sweep_status", error="sweep_error"),
        api_name="sweep", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=300,
        show_progress_on=[c["sweep_speedup"]])
-    on(c["preset"].input, pick_preset, [c["preset"]], {n: c[n] for n in ("target", "draft", "sweep_drafts",
-                                                                         "preset_note")}, api_visibility="private")
+    on(c["preset"].input, pick_preset, [c["preset"]], pick(c, "target", "draft", "sweep_drafts", "preset_note"),
+       api_visibility="private")
     for name, status in (("race_stop", "race_status"), ("sweep_stop", "sweep_status")):
-        on(c[name].click, lab.stop, [s], {"status": c[status]}, concurrency_limit=None, api_visibility="private")
+        on(c[name].click, lab.stop, [s], pick(c, status=status), concurrency_limit=None, api_visibility="private")
 
 
 def build_app(lab: Lab | None = None) -> gr.Blocks:

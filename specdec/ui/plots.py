@@ -51,7 +51,7 @@ def accepted_length_figure(events) -> go.Figure:
     fig.add_scatter(x=steps, y=[e.k for e in events], mode="lines", name="K",
                     line=dict(shape="hv", dash="dash", color=COLORS["target"]))
     fig.update_layout(barmode="stack")
-    return style_figure(fig, "Tokens per step over the run", "step", "tokens")
+    return style_figure(fig, "Accepted length per step (+ the target's own token)", "step", "tokens")
 
 
 def _cumulative(events, total_s: float | None = None) -> tuple[list[float], list[int]]:

@@ -48,7 +48,7 @@ def next_lane(lanes: list[Lane]) -> Lane | None:
 def render_lane(lane: Lane, prompt: str, leader: bool) -> str:
     stats = lane.stats()
     rate = f"{stats.tokens_per_s:.1f} tok/s" if stats.tokens_per_s else "– tok/s"
-    badge = " 🏁" if lane.done else (" ◀ ahead" if leader else "")
+    badge = " (finished)" if lane.done else (" ◀ ahead" if leader else "")
     head = (f'<div class="race-head"><b>{escape(lane.name)}{badge}</b>'
             f'<span class="race-rate" data-lane-rate="{escape(lane.name)}">{rate}</span></div>'
             f'<div class="status-line">{stats.new_tokens} tokens · {stats.target_forwards} target forwards · '

@@ -28,15 +28,18 @@ def _visible(text: str, struck: bool) -> str:
     return escape(text).replace("\t", "⇥\t").replace("\n", '<span class="nl">↵</span>\n')
 
 
-def _fmt(x: float | None) -> str:
-    return "–" if x is None else f"{x:.3f}"
+def fmt_prob(x: float | None) -> str:
+    """Probabilities to 3 decimals, tiny ones in scientific notation (never a misleading 0.000)."""
+    if x is None:
+        return "–"
+    return f"{x:.3f}" if x == 0 or x >= 0.001 else f"{x:.1e}"
 
 
 def _draft_title(event, d) -> str:
     fate = "accepted" if d.accepted else ("rejected" if d.evaluated else "discarded unchecked")
-    parts = [f"step {event.index} · draft position {d.position + 1} · {fate}", f"q={_fmt(d.q)} p={_fmt(d.p)}"]
+    parts = [f"step {event.index} · draft position {d.position + 1} · {fate}", f"q={fmt_prob(d.q)} p={fmt_prob(d.p)}"]
     if d.evaluated:
-        parts.append(f"min(1,p/q)={_fmt(d.accept_prob)}" + (f" u={_fmt(d.uniform)}" if d.uniform is not None else ""))
+        parts.append(f"min(1,p/q)={fmt_prob(d.accept_prob)}" + (f" u={fmt_prob(d.uniform)}" if d.uniform is not None else ""))
     return " · ".join(parts)
 
 
@@ -58,7 +61,7 @@ def render_step(event, current: bool = False) -> str:
         spans.append(_span(fate, d.text, event.index, f"d{d.position}", _draft_title(event, d)))
     final = event.final
     if final is not None and final.position < kept:
-        title = f"step {event.index} · {FATES[final.kind][0].lower()} · p={_fmt(final.p)}"
+        title = f"step {event.index} · {FATES[final.kind][0].lower()} · p={fmt_prob(final.p)}"
         spans.append(_span(final.kind, final.text, event.index, "final", title))
     cls = "tok-step tok-step-current" if current else "tok-step"
     return f'<span class="{cls}" data-step="{event.index}">{"".join(spans)}</span>'

@@ -11,7 +11,7 @@ class RunView:
 
     prompt: str
     events: list
-    result: Any = None  # the engine's RunResult (for a stopped run: the tokens produced so far)
+    result: Any  # the engine's RunResult (for a stopped run: what was produced until Stop)
     baseline: Any = None  # the measured target-only RunResult
     exports: list = field(default_factory=list)
     stopped: bool = False

@@ -55,19 +55,13 @@ def trace_dataframe(events) -> pd.DataFrame:
                                        "accept_prob", "uniform"])
 
 
-def trace_dict(result=None, events=None) -> dict:
-    """RunResult.to_dict() when the run finished; the events alone for a stopped run."""
-    if result is not None:
-        return result.to_dict()
-    return {"stopped": True, "steps": [e.to_dict() for e in events or []]}
-
-
-def export_trace(events, result=None, folder: str | None = None, stem: str = "specdec-trace") -> list[str]:
-    """Writes <stem>.csv (per-token trace) and <stem>.json (everything); returns both paths."""
+def export_trace(result, folder: str | None = None, stem: str = "specdec-trace") -> list[str]:
+    """Writes <stem>.csv (the per-token trace) and <stem>.json (RunResult.to_dict(): settings, every
+    step, metrics); returns both paths."""
     out = Path(folder or tempfile.mkdtemp(prefix="specdec-"))
     csv_path, json_path = out / f"{stem}.csv", out / f"{stem}.json"
-    trace_dataframe(events).to_csv(csv_path, index=False)
-    json_path.write_text(json.dumps(trace_dict(result, events), indent=1, ensure_ascii=False))
+    trace_dataframe(result.events).to_csv(csv_path, index=False)
+    json_path.write_text(json.dumps(result.to_dict(), indent=1, ensure_ascii=False))
     return [str(csv_path), str(json_path)]
 
 
