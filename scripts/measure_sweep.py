@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as app.py does, before torch is imported
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from specdec import presets  # noqa: E402

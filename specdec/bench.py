@@ -41,6 +41,7 @@ class BenchReport:
     device: str
     dtype: str
     threads: int
+    runners: dict  # which model-call implementation our engine used for each model
     versions: dict
     engines: list[EngineFigures]
     ours_vs_hf_assisted: float  # our speculative tokens/s over transformers assisted tokens/s
@@ -135,6 +136,7 @@ def run_benchmark(target, draft, ids, *, k: int, max_new_tokens: int, repeats: i
         target=target.name, draft=draft.name, k=k, max_new_tokens=max_new_tokens, repeats=repeats,
         prompt_tokens=len(ids), device=str(target.device), dtype=str(target.dtype).replace("torch.", ""),
         threads=torch.get_num_threads(),
+        runners={"target": target.runner_kind, "draft": draft.runner_kind},
         versions={"torch": torch.__version__, "transformers": transformers.__version__},
         engines=figures,
         ours_vs_hf_assisted=speed[ENGINES[1]] / speed[ENGINES[3]],
@@ -163,6 +165,7 @@ def format_table(report: BenchReport) -> str:
     lines = [
         f"target {report.target}  draft {report.draft}  K={report.k}  {report.max_new_tokens} new tokens  "
         f"{report.repeats} repeats  {report.device}/{report.dtype}  {report.threads} threads  "
+        f"our runners {report.runners['target']}/{report.runners['draft']}  "
         f"torch {report.versions['torch']}  transformers {report.versions['transformers']}",
         f"{'engine':<26}{'tok/s':>9}{'wall s':>9}{'tokens':>8}{'tok/target fwd':>16}{'efficiency':>12}",
     ]

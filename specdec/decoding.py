@@ -17,7 +17,7 @@ from .errors import InvalidSettingsError
 from .loading import LoadedModel, check_compatible, shared_vocab_size
 from .metrics import measure_memory, summarize
 from .sampling import build_warpers, probabilities, sample, validate
-from .trace import build_event, final_token
+from .trace import build_event, final_token, top_tokens
 from .verify import SampledVerifier, Verdict, verify_greedy, verify_sampled
 
 
@@ -89,8 +89,9 @@ class Generation:
     def _run(self) -> Iterator[StepEvent]:
         started = time.perf_counter()
         seq = list(self.prompt_ids)
-        target = self.target.new_runner(self.vocab_limit)
-        draft = self.draft.new_runner(self.vocab_limit) if self.draft is not None else None
+        max_length = len(seq) + self.settings.max_new_tokens + self.settings.k + 1
+        target = self.target.new_runner(self.vocab_limit, max_length)
+        draft = self.draft.new_runner(self.vocab_limit, max_length) if self.draft is not None else None
         self._runners = (target, draft)
         prefill(target, draft, seq)
         while True:
@@ -122,13 +123,14 @@ class Generation:
         )
         if stop_reason is None:
             rollback(target, draft, len(seq), verdict.num_accepted)
+        top_p = top_tokens(self.target, p, self.top_n)  # one top-n per target row, drafts and final alike
         final = None
         if len(emitted) > verdict.num_accepted:
             kind = "target" if draft is None else verdict.next_kind
-            final = final_token(self.target, verdict, p, kind, self.sampling, self.top_n)
+            final = final_token(self.target, verdict, p, top_p[verdict.num_accepted], kind, self.sampling, self.top_n)
         event = build_event(
             model=self.target, index=index, sampling=self.sampling, draft_ids=draft_ids, p=p, q=q,
-            verdict=verdict, final=final, emitted=emitted, times=(t1 - t0, t2 - t1, 0.0),
+            verdict=verdict, top_p=top_p, final=final, emitted=emitted, times=(t1 - t0, t2 - t1, 0.0),
             stop_reason=stop_reason, top_n=self.top_n,
         )
         event.other_time_s = time.perf_counter() - t2

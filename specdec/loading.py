@@ -16,6 +16,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from . import presets
 from .backend import HFEagerRunner
+from .static_runner import StaticLlamaRunner, supports_static
 from .errors import (
     IncompatibleModelsError,
     LocalPathsDisabledError,
@@ -37,6 +38,7 @@ class LoadedModel:
     device: torch.device
     dtype: torch.dtype
     load_time_s: float = 0.0
+    backend: str = "auto"  # "auto": the static runner where the architecture allows; "hf-eager": always HF
     _texts: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -62,7 +64,16 @@ class LoadedModel:
     def param_bytes(self) -> int:
         return sum(p.numel() * p.element_size() for p in self.model.parameters())
 
-    def new_runner(self, vocab_limit: int) -> HFEagerRunner:
+    @property
+    def runner_kind(self) -> str:
+        if self.backend == "hf-eager" or not supports_static(self.model):
+            return "hf-eager"
+        return "static"
+
+    def new_runner(self, vocab_limit: int, max_length: int):
+        """A fresh KV cache for one sequence of at most max_length positions."""
+        if self.runner_kind == "static":
+            return StaticLlamaRunner(self.model, vocab_limit, max_length)
         return HFEagerRunner(self.model, vocab_limit)
 
     def encode(self, text: str) -> list[int]:

@@ -42,7 +42,7 @@ class SweepRow:
     c: Optional[float]
     # filled in by add_theory once the whole sweep is known:
     alpha: Optional[float] = None  # pooled over every K of this draft and temperature
-    c_pooled: Optional[float] = None  # median over this draft's runs
+    c_pooled: Optional[float] = None  # median over this draft and temperature's runs
     theory_speedup: Optional[float] = None
     theory_best_k: Optional[int] = None
     best_measured: bool = False
@@ -115,6 +115,13 @@ class SweepRunner:
         self.run, self.target, self.drafts, self.ids, self.base = run, target, drafts, list(ids), base
         self.cache = {} if baseline_cache is None else baseline_cache
 
+    def warm_up(self, tokens: int = 8) -> None:
+        """Short untimed runs (target-only and with each draft) so that the first measured point does
+        not pay for one-off initialisation; nothing from them is kept."""
+        settings = replace(self.base, max_new_tokens=min(tokens, self.base.max_new_tokens))
+        for draft in (None, *self.drafts.values()):
+            self.run(self.target, draft, self.ids, settings)
+
     def settings_for(self, point: SweepPoint) -> DecodeSettings:
         return replace(self.base, k=point.k, temperature=point.temperature)
 
@@ -141,14 +148,14 @@ def _median(values):
 
 
 def add_theory(rows: list[SweepRow], k_max: int = 16) -> list[SweepRow]:
-    """Pools alpha per (draft, temperature) and c per draft, then fills the theory columns and marks
-    the best measured K of each (draft, temperature)."""
-    c_by_draft = {d: _median(r.c for r in rows if r.draft == d) for d in {r.draft for r in rows}}
+    """Pools alpha and c per (draft, temperature) over every K measured (c: the median; sampling adds
+    per-token work, so c depends on temperature), then fills the theory columns and marks the best
+    measured K of each group."""
     for group in {(r.draft, r.temperature) for r in rows}:
         members = [r for r in rows if (r.draft, r.temperature) == group]
         evaluated = sum(r.evaluated for r in members)
         alpha = sum(r.accepted for r in members) / evaluated if evaluated else None
-        c = c_by_draft[group[0]]
+        c = _median(r.c for r in members)
         measured = [r for r in members if r.speedup is not None]
         best = max(measured, key=lambda r: r.speedup) if measured else None
         for r in members:

@@ -20,14 +20,15 @@ def top_tokens(model, probs: torch.Tensor, n: int) -> list[list[TokenProb]]:
     ]
 
 
-def drafted_tokens(model, draft_ids: list[int], p: torch.Tensor, q: torch.Tensor, verdict: Verdict, top_n: int):
+def drafted_tokens(model, draft_ids: list[int], p: torch.Tensor, q: torch.Tensor, verdict: Verdict,
+                   top_p: list[list[TokenProb]], top_n: int):
     k = len(draft_ids)
     if k == 0:
         return []
     rows = torch.arange(k, device=p.device)
     ids = torch.tensor(draft_ids, device=p.device)
     p_of, q_of = p[rows, ids].tolist(), q[rows, ids].tolist()
-    top_p, top_q = top_tokens(model, p[:k], top_n), top_tokens(model, q, top_n)
+    top_q = top_tokens(model, q, top_n)
     checked = min(verdict.num_accepted + 1, k)
     return [
         DraftToken(
@@ -47,7 +48,8 @@ def drafted_tokens(model, draft_ids: list[int], p: torch.Tensor, q: torch.Tensor
     ]
 
 
-def final_token(model, verdict: Verdict, p: torch.Tensor, kind: str, sampling: bool, top_n: int) -> FinalToken:
+def final_token(model, verdict: Verdict, p: torch.Tensor, top_p: list[TokenProb], kind: str, sampling: bool,
+                top_n: int) -> FinalToken:
     n = verdict.num_accepted
     residual = None
     if sampling and verdict.next_kind == "resampled":
@@ -58,7 +60,7 @@ def final_token(model, verdict: Verdict, p: torch.Tensor, kind: str, sampling: b
         kind=kind,
         position=n,
         p=float(p[n, verdict.next_token]),
-        top_p=top_tokens(model, p[n : n + 1], top_n)[0],
+        top_p=top_p,
         residual_top=residual,
     )
 
@@ -72,6 +74,7 @@ def build_event(
     p: torch.Tensor,
     q: torch.Tensor,
     verdict: Verdict,
+    top_p: list[list[TokenProb]],
     final: Optional[FinalToken],
     emitted: list[int],
     times: tuple[float, float, float],
@@ -82,7 +85,7 @@ def build_event(
         index=index,
         mode="sampling" if sampling else "greedy",
         k=len(draft_ids),
-        drafted=drafted_tokens(model, draft_ids, p, q, verdict, top_n),
+        drafted=drafted_tokens(model, draft_ids, p, q, verdict, top_p, top_n),
         num_accepted=verdict.num_accepted,
         final=final,
         emitted_ids=emitted,

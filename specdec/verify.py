@@ -18,7 +18,7 @@ class Verdict:
     uniforms: list[Optional[float]]  # the draws compared with accept_probs (None: greedy / unchecked)
     next_token: int  # correction at the first rejection, or the bonus token
     next_kind: str  # "resampled" | "bonus"
-    next_distribution: torch.Tensor  # [V] what next_token was drawn from (residual or p[K])
+    next_distribution: Optional[torch.Tensor]  # [V] what next_token was drawn from (sampling only)
 
 
 def verify_greedy(draft_ids: torch.Tensor, target_logits: torch.Tensor) -> Verdict:
@@ -27,15 +27,13 @@ def verify_greedy(draft_ids: torch.Tensor, target_logits: torch.Tensor) -> Verdi
     choice = target_logits.argmax(dim=-1)  # [K+1]
     matches = choice[:k] == draft_ids
     n = int(matches.cumprod(dim=0).sum())
-    next_dist = torch.zeros_like(target_logits[n])
-    next_dist[choice[n]] = 1.0
     return Verdict(
         num_accepted=n,
         accept_probs=matches.float().tolist(),
         uniforms=[None] * k,
         next_token=int(choice[n]),
         next_kind="bonus" if n == k else "resampled",
-        next_distribution=next_dist,
+        next_distribution=None,
     )
 
 

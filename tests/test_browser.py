@@ -1,7 +1,7 @@
 """The app in a real browser (Debian's chromium, headless), on the bundled pair.
 
 One page is shared by the tests below, in order: run a fixed-seed example, look at the tokens and the
-plots, open the inspector, run a tiny sweep, and save the README's screenshot.
+plots, open the inspector, save the README's screenshot, then try a bad model name, a tiny sweep and Stop.
 """
 import pytest
 from playwright.sync_api import expect, sync_playwright
@@ -57,6 +57,16 @@ def test_clicking_a_rejected_token_opens_the_inspector_on_it(page):
     expect(page.locator("#replay .tok-step-current")).to_have_count(1)
 
 
+def test_screenshot_for_the_readme(page):
+    page.set_viewport_size({"width": 1440, "height": 1900})
+    page.locator("#tokens .tok-rejected:not(.tok-unchecked)").first.click()
+    expect(page.locator("#inspect-plot .js-plotly-plot")).to_be_visible()
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str(SCREENSHOT))
+    assert SCREENSHOT.stat().st_size > 50_000
+    page.set_viewport_size({"width": 1440, "height": 1100})
+
+
 def test_an_unknown_model_shows_an_error_and_keeps_the_output_on_screen(page):
     tokens_before = page.locator("#tokens .tok").count()
     page.get_by_text("Other model (name or path)").click()
@@ -81,18 +91,8 @@ def test_a_tiny_sweep_runs_and_marks_the_best_k(page):
     expect(page.locator("#sweep-heatmap .js-plotly-plot")).to_be_visible()
 
 
-def test_screenshot_for_the_readme(page):
-    page.get_by_role("tab", name="Generate").click()
-    page.set_viewport_size({"width": 1440, "height": 1900})
-    page.locator("#tokens .tok-rejected:not(.tok-unchecked)").first.click()
-    expect(page.locator("#inspect-plot .js-plotly-plot")).to_be_visible()
-    page.evaluate("window.scrollTo(0, 0)")
-    page.screenshot(path=str(SCREENSHOT))
-    assert SCREENSHOT.stat().st_size > 50_000
-
-
 def test_stop_ends_a_long_run_and_keeps_its_tokens(page):
-    page.set_viewport_size({"width": 1440, "height": 1100})
+    page.get_by_role("tab", name="Generate").click()
     tokens = page.locator("input[aria-label='number input for Max new tokens']")
     tokens.fill("512")
     tokens.press("Enter")

@@ -51,6 +51,13 @@ def test_runner_reuses_baselines_from_the_session_cache():
     assert sum(g.draft is None for g in engine.generations) == 1
 
 
+def test_warm_up_runs_each_draft_and_the_target_briefly_without_caching_a_baseline():
+    engine, cache = FakeEngine(), {}
+    runner(engine, cache).warm_up(tokens=4)
+    assert [g.draft is None for g in engine.generations] == [True, False] and not cache
+    assert all(g.settings.max_new_tokens == 4 for g in engine.generations)
+
+
 def test_rows_carry_measured_speedup_acceptance_and_cost_ratio():
     row = runner(FakeEngine()).measure(SweepPoint("d", 4, 0.0))
     assert row.speedup > 1 and 0 < row.acceptance_rate < 1 and row.c == pytest.approx(0.05)

@@ -115,6 +115,8 @@ def sweep(lab: Lab, session: Session, prompt, clean_whitespace, target, target_c
         prep = yield from lab.prepare(prompt, clean_whitespace, pick_name(target, target_custom), drafts)
         runner = SweepRunner(lab.engine.generate, prep.target, dict(zip(drafts, prep.drafts)), prep.ids, base,
                              session.baselines)
+        yield {"status": render_status("Warming up (short untimed runs)…")}
+        runner.warm_up()
         points, rows, throttle = plan_sweep(drafts, k_values, temps), [], Throttle(1.0)
         for i, point in enumerate(points):
             if session.stop_requested:

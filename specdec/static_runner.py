@@ -1,0 +1,127 @@
+"""A lean runner for Llama-family models: preallocated (static) KV cache, no per-call framework
+overhead, rollback by moving an index. It reuses the Hugging Face module's weights and rotary
+tables and performs the same operations in the same order as transformers' Llama code, so greedy
+outputs stay token-identical (tests compare its logits and outputs with the HF eager path).
+Models it does not fit use HFEagerRunner."""
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.nn.functional as F
+
+SUPPORTED = ("LlamaForCausalLM", "Qwen2ForCausalLM")
+STATIC_ROPE_TYPES = ("default", "linear", "llama3")
+
+
+def supports_static(model) -> bool:
+    config = model.config
+    if type(model).__name__ not in SUPPORTED or getattr(config, "pretraining_tp", 1) not in (None, 1):
+        return False
+    if getattr(config, "use_sliding_window", False) or any(
+        t != "full_attention" for t in (getattr(config, "layer_types", None) or [])
+    ):
+        return False
+    rotary = getattr(model.model, "rotary_emb", None)
+    return rotary is not None and getattr(rotary, "rope_type", "default") in STATIC_ROPE_TYPES
+
+
+class StaticLlamaRunner:
+    def __init__(self, model, vocab_limit: int, max_length: int):
+        config = model.config
+        self.model, self.vocab_limit, self.max_length = model, vocab_limit, max_length
+        self.device = next(model.parameters()).device
+        dtype = next(model.parameters()).dtype
+        self.heads = config.num_attention_heads
+        self.kv_heads = config.num_key_value_heads or self.heads
+        self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
+        shape = (1, self.kv_heads, max_length, self.head_dim)
+        layers = model.model.layers
+        self.keys = [torch.empty(shape, dtype=dtype, device=self.device) for _ in layers]
+        self.values = [torch.empty(shape, dtype=dtype, device=self.device) for _ in layers]
+        with torch.inference_mode():
+            positions = torch.arange(max_length, device=self.device)[None]
+            probe = torch.empty(0, dtype=dtype, device=self.device)
+            self.cos, self.sin = model.model.rotary_emb(probe, positions)  # [1, max_length, head_dim]
+        self.length = 0
+        self.forward_calls = 0
+        self.forward_time_s = 0.0
+        self._sync = torch.cuda.synchronize if self.device.type == "cuda" else None
+
+    def prefill(self, ids: list[int]) -> torch.Tensor | None:
+        return self._call(ids, last_only=True)[-1] if ids else None
+
+    def forward(self, ids: list[int]) -> torch.Tensor:
+        self.forward_calls += 1
+        return self._call(ids, last_only=False)
+
+    def rollback(self, length: int) -> None:
+        self.length = min(self.length, length)  # later writes overwrite the stale positions
+
+    def kv_bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.keys + self.values)
+
+    @torch.inference_mode()
+    def _call(self, ids: list[int], last_only: bool) -> torch.Tensor:
+        n, start = len(ids), self.length
+        if start + n > self.max_length:
+            raise RuntimeError(f"static cache of {self.max_length} positions is full")
+        began = time.perf_counter()
+        model = self.model.model
+        hidden = F.embedding(torch.tensor([ids], device=self.device), model.embed_tokens.weight)  # [1, n, d]
+        cos = self.cos[:, start : start + n].unsqueeze(1)  # [1, 1, n, head_dim]
+        sin = self.sin[:, start : start + n].unsqueeze(1)
+        mask = None
+        if n > 1:  # new token i sees every cached position and new tokens 0..i
+            mask = torch.ones(n, start + n, dtype=torch.bool, device=self.device).tril(diagonal=start)
+        for index, layer in enumerate(model.layers):
+            residual = hidden
+            hidden = rms_norm(hidden, layer.input_layernorm)
+            hidden = residual + self._attend(layer.self_attn, hidden, index, start, n, cos, sin, mask)
+            residual = hidden
+            hidden = rms_norm(hidden, layer.post_attention_layernorm)
+            mlp = layer.mlp
+            gate = mlp.act_fn(F.linear(hidden, mlp.gate_proj.weight, mlp.gate_proj.bias))
+            hidden = residual + F.linear(gate * F.linear(hidden, mlp.up_proj.weight, mlp.up_proj.bias),
+                                         mlp.down_proj.weight, mlp.down_proj.bias)
+        hidden = rms_norm(hidden[:, -1:] if last_only else hidden, model.norm)
+        head = self.model.lm_head
+        logits = F.linear(hidden, head.weight, head.bias)  # [1, n or 1, V_model]
+        if self._sync:
+            self._sync()
+        self.forward_time_s += time.perf_counter() - began
+        self.length = start + n
+        return logits[0, :, : self.vocab_limit].float()
+
+    def _attend(self, attn, hidden, index, start, n, cos, sin, mask):
+        q = F.linear(hidden, attn.q_proj.weight, attn.q_proj.bias).view(1, n, -1, self.head_dim).transpose(1, 2)
+        k = F.linear(hidden, attn.k_proj.weight, attn.k_proj.bias).view(1, n, -1, self.head_dim).transpose(1, 2)
+        v = F.linear(hidden, attn.v_proj.weight, attn.v_proj.bias).view(1, n, -1, self.head_dim).transpose(1, 2)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        self.keys[index][:, :, start : start + n] = k
+        self.values[index][:, :, start : start + n] = v
+        keys = repeat_kv(self.keys[index][:, :, : start + n], self.heads // self.kv_heads)
+        values = repeat_kv(self.values[index][:, :, : start + n], self.heads // self.kv_heads)
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=attn.scaling)  # [1, h, n, hd]
+        out = out.transpose(1, 2).reshape(1, n, -1)
+        return F.linear(out, attn.o_proj.weight, attn.o_proj.bias)
+
+
+def rms_norm(hidden: torch.Tensor, norm) -> torch.Tensor:
+    """transformers' LlamaRMSNorm, op for op."""
+    dtype = hidden.dtype
+    hidden = hidden.to(torch.float32)
+    variance = hidden.pow(2).mean(-1, keepdim=True)
+    return norm.weight * (hidden * torch.rsqrt(variance + norm.variance_epsilon)).to(dtype)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def repeat_kv(states: torch.Tensor, groups: int) -> torch.Tensor:
+    if groups == 1:
+        return states
+    batch, kv_heads, length, head_dim = states.shape
+    return states[:, :, None].expand(batch, kv_heads, groups, length, head_dim).reshape(batch, kv_heads * groups, length, head_dim)

@@ -1,0 +1,60 @@
+"""The static-cache Llama runner computes what transformers computes, and is picked only where it fits."""
+import pytest
+import torch
+
+from specdec import DecodeSettings, generate, load_model
+from specdec.backend import HFEagerRunner
+from specdec.static_runner import StaticLlamaRunner
+from tiny_models import build_model, perturbed_copy, save, tiny_config
+
+IDS = [4, 8, 15, 16, 23, 42, 7, 1, 3, 9, 11, 2]
+
+
+@pytest.fixture(scope="module", params=["llama", "qwen2"])
+def loaded(request, tmp_path_factory):
+    return load_model(save(build_model(tiny_config(request.param), seed=0), tmp_path_factory.mktemp(request.param) / "m"))
+
+
+def drive(runner):
+    """prefill, a multi-token forward, a rollback and a re-forward: the decoder's whole repertoire."""
+    runner.prefill(IDS[:4])
+    first = runner.forward(IDS[4:9])
+    runner.rollback(6)
+    second = runner.forward(IDS[6:12])
+    single = runner.forward([5])
+    return first, second, single
+
+
+def test_static_runner_logits_match_transformers(loaded):
+    static = drive(StaticLlamaRunner(loaded.model, 96, max_length=32))
+    eager = drive(HFEagerRunner(loaded.model, 96))
+    for ours, theirs in zip(static, eager):
+        torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+def test_llama_family_gets_the_static_runner(loaded):
+    assert loaded.runner_kind == "static"
+
+
+def test_other_architectures_keep_the_hf_runner(tmp_path):
+    assert load_model(save(build_model(tiny_config("gpt2"), seed=0), tmp_path / "gpt2")).runner_kind == "hf-eager"
+
+
+def test_full_static_cache_is_an_error_not_a_silent_overwrite(loaded):
+    runner = StaticLlamaRunner(loaded.model, 96, max_length=4)
+    with pytest.raises(RuntimeError, match="full"):
+        runner.prefill(IDS[:5])
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_both_runners_give_the_same_greedy_output(tmp_path, k):
+    target_model = build_model(tiny_config("llama"), seed=5)
+    target = load_model(save(target_model, tmp_path / "t"))
+    draft = load_model(save(perturbed_copy(target_model, 0.3, seed=6), tmp_path / "d"))
+    settings = DecodeSettings(k=k, max_new_tokens=24)
+    static = generate(target, draft, IDS[:5], settings).token_ids
+    target.backend = draft.backend = "hf-eager"
+    try:
+        assert generate(target, draft, IDS[:5], settings).token_ids == static
+    finally:
+        target.backend = draft.backend = "auto"
