@@ -16,7 +16,10 @@ import transformers
 from .decoding import generate
 from .events import DecodeSettings
 
-ENGINES = ("ours: target only", "ours: speculative", "transformers: generate", "transformers: assisted")
+ENGINES = ("ours: target only", "ours: speculative", "ours: spec. + top-5 trace", "transformers: generate",
+           "transformers: assisted")
+# Our rows record every step's drafted ids, p(d_i), q(d_i), min(1, p/q), draws and fates; the
+# "+ top-5 trace" row also ranks the top 5 alternatives of p and q per position, as the app's inspector does.
 
 
 @dataclass
@@ -45,6 +48,7 @@ class BenchReport:
     versions: dict
     engines: list[EngineFigures]
     ours_vs_hf_assisted: float  # our speculative tokens/s over transformers assisted tokens/s
+    ours_traced_vs_hf_assisted: float  # the same with the inspector's top-5 trace
     ours_speculative_vs_ours_baseline: float
     hf_assisted_vs_hf_generate: float
     greedy_identical: bool
@@ -72,9 +76,10 @@ class ForwardTimer:
             handle.remove()
 
 
-def run_ours(target, draft, ids, k, max_new_tokens):
+def run_ours(target, draft, ids, k, max_new_tokens, top_n=0):
     start = time.perf_counter()
-    result = generate(target, draft, ids, DecodeSettings(max_new_tokens=max_new_tokens, k=k, temperature=0.0))
+    result = generate(target, draft, ids, DecodeSettings(max_new_tokens=max_new_tokens, k=k, temperature=0.0),
+                      top_n=top_n)
     wall = time.perf_counter() - start
     forwards = result.metrics.target_forwards
     return result.token_ids, wall, forwards, result.metrics.forward_time_s
@@ -116,8 +121,9 @@ def run_benchmark(target, draft, ids, *, k: int, max_new_tokens: int, repeats: i
     runs = {
         ENGINES[0]: lambda: run_ours(target, None, ids, k, max_new_tokens),
         ENGINES[1]: lambda: run_ours(target, draft, ids, k, max_new_tokens),
-        ENGINES[2]: lambda: run_transformers(target, None, ids, k, max_new_tokens),
-        ENGINES[3]: lambda: run_transformers(target, draft, ids, k, max_new_tokens),
+        ENGINES[2]: lambda: run_ours(target, draft, ids, k, max_new_tokens, top_n=5),
+        ENGINES[3]: lambda: run_transformers(target, None, ids, k, max_new_tokens),
+        ENGINES[4]: lambda: run_transformers(target, draft, ids, k, max_new_tokens),
     }
     previous = fix_assistant_length(draft, k)
     try:
@@ -139,9 +145,10 @@ def run_benchmark(target, draft, ids, *, k: int, max_new_tokens: int, repeats: i
         runners={"target": target.runner_kind, "draft": draft.runner_kind},
         versions={"torch": torch.__version__, "transformers": transformers.__version__},
         engines=figures,
-        ours_vs_hf_assisted=speed[ENGINES[1]] / speed[ENGINES[3]],
+        ours_vs_hf_assisted=speed[ENGINES[1]] / speed[ENGINES[4]],
+        ours_traced_vs_hf_assisted=speed[ENGINES[2]] / speed[ENGINES[4]],
         ours_speculative_vs_ours_baseline=speed[ENGINES[1]] / speed[ENGINES[0]],
-        hf_assisted_vs_hf_generate=speed[ENGINES[3]] / speed[ENGINES[2]],
+        hf_assisted_vs_hf_generate=speed[ENGINES[4]] / speed[ENGINES[3]],
         greedy_identical=len({tuple(s[-1][0]) for s in samples.values()}) == 1
         and all(len({tuple(run[0]) for run in s}) == 1 for s in samples.values()),
     )
@@ -167,15 +174,16 @@ def format_table(report: BenchReport) -> str:
         f"{report.repeats} repeats  {report.device}/{report.dtype}  {report.threads} threads  "
         f"our runners {report.runners['target']}/{report.runners['draft']}  "
         f"torch {report.versions['torch']}  transformers {report.versions['transformers']}",
-        f"{'engine':<26}{'tok/s':>9}{'wall s':>9}{'tokens':>8}{'tok/target fwd':>16}{'efficiency':>12}",
+        f"{'engine':<28}{'tok/s':>9}{'wall s':>9}{'tokens':>8}{'tok/target fwd':>16}{'efficiency':>12}",
     ]
     for f in report.engines:
         lines.append(
-            f"{f.engine:<26}{f.tokens_per_s:>9.1f}{f.wall_time_s:>9.3f}{f.new_tokens:>8}"
+            f"{f.engine:<28}{f.tokens_per_s:>9.1f}{f.wall_time_s:>9.3f}{f.new_tokens:>8}"
             f"{f.tokens_per_target_forward:>16.2f}{f.engine_efficiency:>12.3f}"
         )
     lines += [
-        f"ours speculative / transformers assisted: {report.ours_vs_hf_assisted:.2f}x",
+        f"ours speculative / transformers assisted: {report.ours_vs_hf_assisted:.2f}x "
+        f"({report.ours_traced_vs_hf_assisted:.2f}x with the top-5 trace)",
         f"ours speculative / ours target-only:      {report.ours_speculative_vs_ours_baseline:.2f}x",
         f"transformers assisted / generate:         {report.hf_assisted_vs_hf_generate:.2f}x",
         f"greedy tokens identical across all engines and repeats: {report.greedy_identical}",

@@ -111,6 +111,7 @@ class Generation:
                 return
             started = time.perf_counter()
 
+    @torch.inference_mode()
     def _step(self, index: int, k: int, seq: list[int], target, draft, remaining: int) -> StepEvent:
         t0 = time.perf_counter()
         draft_ids, q = propose(draft, seq, k, self.sampling, self.warpers, self.generator) if k else ([], None)
@@ -138,11 +139,11 @@ class Generation:
 
     def _verify(self, draft_ids: list[int], logits: torch.Tensor, q) -> tuple[Verdict, torch.Tensor, torch.Tensor]:
         """Returns the verdict and the p, q rows to trace (greedy: softmax of the raw logits)."""
-        ids = torch.tensor(draft_ids, dtype=torch.long, device=logits.device)
         empty = logits.new_zeros((0, logits.shape[-1]))
         if not self.sampling:
             p = torch.softmax(logits, dim=-1)
-            return verify_greedy(ids, logits), p, torch.softmax(q, dim=-1) if q is not None else empty
+            return verify_greedy(draft_ids, logits), p, torch.softmax(q, dim=-1) if q is not None else empty
+        ids = torch.tensor(draft_ids, dtype=torch.long, device=logits.device)
         p = probabilities(logits, self.warpers)
         q = q if q is not None else empty
         return self.verify_sampled(ids, p, q, self.generator), p, q

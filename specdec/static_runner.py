@@ -6,6 +6,7 @@ Models it does not fit use HFEagerRunner."""
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -43,6 +44,12 @@ class StaticLlamaRunner:
             positions = torch.arange(max_length, device=self.device)[None]
             probe = torch.empty(0, dtype=dtype, device=self.device)
             self.cos, self.sin = model.model.rotary_emb(probe, positions)  # [1, max_length, head_dim]
+        self.layers = [layer_weights(layer) for layer in layers]
+        self.embedding = model.model.embed_tokens.weight
+        self.final_norm = (model.model.norm.weight, model.model.norm.variance_epsilon)
+        self.head = (model.lm_head.weight, model.lm_head.bias)
+        self.scaling = layers[0].self_attn.scaling
+        self.groups = self.heads // self.kv_heads
         self.length = 0
         self.forward_calls = 0
         self.forward_time_s = 0.0
@@ -67,52 +74,69 @@ class StaticLlamaRunner:
         if start + n > self.max_length:
             raise RuntimeError(f"static cache of {self.max_length} positions is full")
         began = time.perf_counter()
-        model = self.model.model
-        hidden = F.embedding(torch.tensor([ids], device=self.device), model.embed_tokens.weight)  # [1, n, d]
+        hidden = F.embedding(torch.tensor([ids], device=self.device), self.embedding)  # [1, n, d]
         cos = self.cos[:, start : start + n].unsqueeze(1)  # [1, 1, n, head_dim]
         sin = self.sin[:, start : start + n].unsqueeze(1)
         mask = None
         if n > 1:  # new token i sees every cached position and new tokens 0..i
             mask = torch.ones(n, start + n, dtype=torch.bool, device=self.device).tril(diagonal=start)
-        for index, layer in enumerate(model.layers):
-            residual = hidden
-            hidden = rms_norm(hidden, layer.input_layernorm)
-            hidden = residual + self._attend(layer.self_attn, hidden, index, start, n, cos, sin, mask)
-            residual = hidden
-            hidden = rms_norm(hidden, layer.post_attention_layernorm)
-            mlp = layer.mlp
-            gate = mlp.act_fn(F.linear(hidden, mlp.gate_proj.weight, mlp.gate_proj.bias))
-            hidden = residual + F.linear(gate * F.linear(hidden, mlp.up_proj.weight, mlp.up_proj.bias),
-                                         mlp.down_proj.weight, mlp.down_proj.bias)
-        hidden = rms_norm(hidden[:, -1:] if last_only else hidden, model.norm)
-        head = self.model.lm_head
-        logits = F.linear(hidden, head.weight, head.bias)  # [1, n or 1, V_model]
+        for index, w in enumerate(self.layers):
+            hidden = hidden + self._attend(w, rms_norm(hidden, *w.input_norm), index, start, n, cos, sin, mask)
+            normed = rms_norm(hidden, *w.post_norm)
+            gate = w.act(F.linear(normed, *w.gate))
+            hidden = hidden + F.linear(gate * F.linear(normed, *w.up), *w.down)
+        hidden = rms_norm(hidden[:, -1:] if last_only else hidden, *self.final_norm)
+        logits = F.linear(hidden, *self.head)  # [1, n or 1, V_model]
         if self._sync:
             self._sync()
         self.forward_time_s += time.perf_counter() - began
         self.length = start + n
         return logits[0, :, : self.vocab_limit].float()
 
-    def _attend(self, attn, hidden, index, start, n, cos, sin, mask):
-        q = F.linear(hidden, attn.q_proj.weight, attn.q_proj.bias).view(1, n, -1, self.head_dim).transpose(1, 2)
-        k = F.linear(hidden, attn.k_proj.weight, attn.k_proj.bias).view(1, n, -1, self.head_dim).transpose(1, 2)
-        v = F.linear(hidden, attn.v_proj.weight, attn.v_proj.bias).view(1, n, -1, self.head_dim).transpose(1, 2)
+    def _attend(self, w, hidden, index, start, n, cos, sin, mask):
+        q = F.linear(hidden, *w.q).view(1, n, -1, self.head_dim).transpose(1, 2)
+        k = F.linear(hidden, *w.k).view(1, n, -1, self.head_dim).transpose(1, 2)
+        v = F.linear(hidden, *w.v).view(1, n, -1, self.head_dim).transpose(1, 2)
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         self.keys[index][:, :, start : start + n] = k
         self.values[index][:, :, start : start + n] = v
-        keys = repeat_kv(self.keys[index][:, :, : start + n], self.heads // self.kv_heads)
-        values = repeat_kv(self.values[index][:, :, : start + n], self.heads // self.kv_heads)
-        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=attn.scaling)  # [1, h, n, hd]
+        keys = repeat_kv(self.keys[index][:, :, : start + n], self.groups)
+        values = repeat_kv(self.values[index][:, :, : start + n], self.groups)
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=self.scaling)  # [1, h, n, hd]
         out = out.transpose(1, 2).reshape(1, n, -1)
-        return F.linear(out, attn.o_proj.weight, attn.o_proj.bias)
+        return F.linear(out, *w.o)
 
 
-def rms_norm(hidden: torch.Tensor, norm) -> torch.Tensor:
+class LayerWeights(NamedTuple):
+    input_norm: tuple  # (weight, eps)
+    q: tuple  # (weight, bias or None)
+    k: tuple
+    v: tuple
+    o: tuple
+    post_norm: tuple
+    gate: tuple
+    up: tuple
+    down: tuple
+    act: object
+
+
+def layer_weights(layer) -> LayerWeights:
+    attn, mlp = layer.self_attn, layer.mlp
+    linear = lambda module: (module.weight, module.bias)
+    return LayerWeights(
+        input_norm=(layer.input_layernorm.weight, layer.input_layernorm.variance_epsilon),
+        q=linear(attn.q_proj), k=linear(attn.k_proj), v=linear(attn.v_proj), o=linear(attn.o_proj),
+        post_norm=(layer.post_attention_layernorm.weight, layer.post_attention_layernorm.variance_epsilon),
+        gate=linear(mlp.gate_proj), up=linear(mlp.up_proj), down=linear(mlp.down_proj), act=mlp.act_fn,
+    )
+
+
+def rms_norm(hidden: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """transformers' LlamaRMSNorm, op for op."""
     dtype = hidden.dtype
     hidden = hidden.to(torch.float32)
     variance = hidden.pow(2).mean(-1, keepdim=True)
-    return norm.weight * (hidden * torch.rsqrt(variance + norm.variance_epsilon)).to(dtype)
+    return weight * (hidden * torch.rsqrt(variance + eps)).to(dtype)
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:

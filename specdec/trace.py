@@ -10,9 +10,9 @@ from .verify import Verdict
 
 
 def top_tokens(model, probs: torch.Tensor, n: int) -> list[list[TokenProb]]:
-    """[rows, V] -> per row the n most probable tokens."""
-    if probs.numel() == 0:
-        return []
+    """[rows, V] -> per row the n most probable tokens (n = 0: empty lists, no work)."""
+    if n == 0 or probs.numel() == 0:
+        return [[] for _ in range(probs.shape[0])]
     values, indices = torch.topk(probs, min(n, probs.shape[-1]), dim=-1)
     return [
         [TokenProb(i, model.token_text(i), v) for i, v in zip(row_ids, row_values)]
@@ -52,7 +52,7 @@ def final_token(model, verdict: Verdict, p: torch.Tensor, top_p: list[TokenProb]
                 top_n: int) -> FinalToken:
     n = verdict.num_accepted
     residual = None
-    if sampling and verdict.next_kind == "resampled":
+    if sampling and verdict.next_kind == "resampled" and top_n:
         residual = top_tokens(model, verdict.next_distribution.unsqueeze(0), top_n)[0]
     return FinalToken(
         token_id=verdict.next_token,

@@ -21,17 +21,16 @@ class Verdict:
     next_distribution: Optional[torch.Tensor]  # [V] what next_token was drawn from (sampling only)
 
 
-def verify_greedy(draft_ids: torch.Tensor, target_logits: torch.Tensor) -> Verdict:
+def verify_greedy(draft_ids: list[int], target_logits: torch.Tensor) -> Verdict:
     """Accept the longest prefix where the target's argmax equals the draft token."""
-    k = draft_ids.numel()
-    choice = target_logits.argmax(dim=-1)  # [K+1]
-    matches = choice[:k] == draft_ids
-    n = int(matches.cumprod(dim=0).sum())
+    k = len(draft_ids)
+    choice = target_logits.argmax(dim=-1).tolist()  # K+1 target picks, one transfer
+    n = next((i for i in range(k) if choice[i] != draft_ids[i]), k)
     return Verdict(
         num_accepted=n,
-        accept_probs=matches.float().tolist(),
+        accept_probs=[1.0 if choice[i] == draft_ids[i] else 0.0 for i in range(k)],
         uniforms=[None] * k,
-        next_token=int(choice[n]),
+        next_token=choice[n],
         next_kind="bonus" if n == k else "resampled",
         next_distribution=None,
     )

@@ -76,6 +76,7 @@ def test_bench_reports_all_four_engines_and_identity(pair, capsys):
                  "--max-new-tokens", "16", "--repeats", "1"]) == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert [e["engine"] for e in report["engines"]] == [
-        "ours: target only", "ours: speculative", "transformers: generate", "transformers: assisted"]
+        "ours: target only", "ours: speculative", "ours: spec. + top-5 trace", "transformers: generate",
+        "transformers: assisted"]
     assert report["greedy_identical"] is True
     assert all(e["new_tokens"] == 16 for e in report["engines"])
