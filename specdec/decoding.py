@@ -49,6 +49,7 @@ class Generation:
         self.generator = generator or _seeded_generator(settings.seed, target.device)
         self.verify_sampled = sampled_verifier
         self.top_n = top_n
+        self.eos_ids = target.eos_token_ids
         self.events: list[StepEvent] = []
         self.token_ids: list[int] = []
         self.engine_time_s = 0.0  # excludes time the consumer spends between events
@@ -120,7 +121,7 @@ class Generation:
         verdict, p, q = self._verify(draft_ids, logits, q)
         t2 = time.perf_counter()
         emitted, stop_reason = cut_at_stop(
-            draft_ids[: verdict.num_accepted] + [verdict.next_token], self.target.eos_token_ids, remaining
+            draft_ids[: verdict.num_accepted] + [verdict.next_token], self.eos_ids, remaining
         )
         if stop_reason is None:
             rollback(target, draft, len(seq), verdict.num_accepted)

@@ -1,6 +1,7 @@
 """Loading causal LMs (bundled name, hub id or local folder) and checking draft/target pairs."""
 from __future__ import annotations
 
+import functools
 import os
 import re
 import socket
@@ -60,7 +61,7 @@ class LoadedModel:
                 return tuple(eos) if isinstance(eos, (list, tuple)) else (int(eos),)
         return ()
 
-    @property
+    @functools.cached_property
     def param_bytes(self) -> int:
         return sum(p.numel() * p.element_size() for p in self.model.parameters())
 

@@ -25,9 +25,8 @@ def drafted_tokens(model, draft_ids: list[int], p: torch.Tensor, q: torch.Tensor
     k = len(draft_ids)
     if k == 0:
         return []
-    rows = torch.arange(k, device=p.device)
-    ids = torch.tensor(draft_ids, device=p.device)
-    p_of, q_of = p[rows, ids].tolist(), q[rows, ids].tolist()
+    ids = torch.tensor(draft_ids, device=p.device).unsqueeze(1)  # [k, 1]
+    p_of, q_of = zip(*torch.cat((p[:k].gather(1, ids), q.gather(1, ids)), dim=1).tolist())  # one transfer
     top_q = top_tokens(model, q, top_n)
     checked = min(verdict.num_accepted + 1, k)
     return [

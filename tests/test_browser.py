@@ -91,13 +91,19 @@ def test_a_tiny_sweep_runs_and_marks_the_best_k(page):
     expect(page.locator("#sweep-heatmap .js-plotly-plot")).to_be_visible()
 
 
+def set_number(page, label: str, value: int) -> None:
+    field = page.locator(f"input[aria-label='number input for {label}']")
+    field.fill(str(value))
+    field.press("Enter")
+
+
 def test_stop_ends_a_long_run_and_keeps_its_tokens(page):
     page.get_by_role("tab", name="Generate").click()
-    tokens = page.locator("input[aria-label='number input for Max new tokens']")
-    tokens.fill("512")
-    tokens.press("Enter")
+    page.get_by_text("code · fibonacci · greedy", exact=True).click()
+    set_number(page, "K (draft tokens per step)", 1)  # many short steps: a run of a few seconds
+    set_number(page, "Max new tokens", 512)
     page.locator("#run-btn").click()
     page.wait_for_selector("#gen-status:has-text('Step')")
     page.locator("#stop-btn").click()
     expect(page.locator("#gen-status")).to_contain_text("Stopped")
-    assert page.locator("#tokens .tok").count() > 0
+    assert 0 < page.locator("#tokens .tok-step .tok").count() < 512

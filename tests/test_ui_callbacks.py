@@ -16,7 +16,7 @@ def engine():
 
 @pytest.fixture
 def lab(engine):
-    return Lab(engine, token_interval_s=0.0, heavy_interval_s=0.0)
+    return Lab(engine, token_interval_s=0.0, heavy_interval_s=0.0, settle_s=0.0)
 
 
 def run(lab, session=None, **changes):
@@ -39,6 +39,14 @@ def test_streamed_updates_are_light_and_plots_come_at_the_end(lab):
     assert all("steps_table" not in u for u in streaming)
     assert {"plot_acceptance", "plot_lengths", "plot_throughput", "plot_memory", "steps_table",
             "exports"} <= set(updates[-1])
+
+
+def test_the_baseline_is_measured_before_plots_are_sent(lab, engine):
+    for update in lab.generate(Session(), **ARGS):
+        if "plot_acceptance" in update:
+            assert len(baselines_run(engine)) == 1
+            return
+    pytest.fail("no plots were sent")
 
 
 def test_final_cards_show_speedup_against_a_measured_baseline(lab, engine):

@@ -71,13 +71,14 @@ class Lab:
     """Callbacks bound to an engine (the `specdec` package, or a fake in tests)."""
 
     def __init__(self, engine=None, *, device: str = "auto", allow_local_paths: bool = True,
-                 token_interval_s: float = 0.02, heavy_interval_s: float = 0.25):
+                 token_interval_s: float = 0.02, heavy_interval_s: float = 0.25, settle_s: float = 0.2):
         if engine is None:
             import specdec as engine
         self.engine = engine
         self.load = partial(engine.load_model, device=device, dtype="auto", trust_remote_code=False,
                             allow_local_paths=allow_local_paths)
         self.token_interval_s, self.heavy_interval_s = token_interval_s, heavy_interval_s
+        self.settle_s = settle_s  # pause before a timed run that follows a UI update
 
     # --- shared preparation ---------------------------------------------------------------------
     def prepare(self, prompt, clean, target_name: str, draft_names: list[str]):
@@ -106,10 +107,16 @@ class Lab:
         return (yield from self.prepare(prompt, clean, pick_name(target, target_custom),
                                         [pick_name(draft, draft_custom)]))
 
-    def measure_baseline(self, session: Session, prep: Prepared, settings: DecodeSettings):
-        """The target-only RunResult for this configuration: measured once per session, then cached."""
+    def measure_baseline(self, session: Session, prep: Prepared, settings: DecodeSettings, view: RunView):
+        """Generator returning the target-only RunResult for this configuration, measured once per
+        session and then cached. Only a light update goes out first, and the browser gets `settle_s`
+        to draw it, so rendering on a shared machine does not slow the measurement."""
         key = baseline_key(prep.target.name, prep.ids, settings)
         if key not in session.baselines:
+            yield {"status": render_status("Measuring the target-only baseline (same prompt & settings)…"),
+                   "tokens": render_tokens(view.events, view.prompt),
+                   "cards": render_cards(result_stats(view.result), baseline_note="measuring target-only baseline…")}
+            time.sleep(self.settle_s)
             remember(session.baselines, key, self.engine.generate(prep.target, None, prep.ids, settings))
         return session.baselines[key]
 
@@ -124,9 +131,7 @@ class Lab:
             if view.stopped:
                 yield self.finish_view(view, status="Stopped: no speedup is measured for a partial run.")
                 return
-            yield self.finish_view(view, baseline_note="measuring target-only baseline…",
-                                   status="Measuring the target-only baseline (same prompt & settings)…")
-            view.baseline = self.measure_baseline(session, prep, settings)
+            view.baseline = yield from self.measure_baseline(session, prep, settings, view)
             yield self.finish_view(view, status="Done.")
         except Exception as exc:  # noqa: BLE001 (every failure becomes a visible message)
             yield error_update(exc)

@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 
 from specdec.sweep import SweepRunner, add_theory, parse_ks, parse_temperatures, plan_sweep, theory_curve
 
-from .callbacks import Lab, Throttle, error_update, make_settings
+from .callbacks import Lab, error_update, make_settings
 from .models import pick_name
 from .plots import style_figure
 from .render import render_status
@@ -84,12 +84,12 @@ def sweep_dataframe(rows) -> pd.DataFrame:
     return df.round(3)
 
 
-def sweep_update(rows, final: bool = False) -> dict:
-    update = {"sweep_acceptance": acceptance_figure(rows), "sweep_speedup": speedup_figure(rows),
-              "sweep_heatmap": heatmap_figure(rows), "sweep_table": sweep_dataframe(rows)}
-    if final:
-        update["sweep_export"] = export_dataframe(update["sweep_table"], "specdec-sweep")
-    return update
+def sweep_update(rows) -> dict:
+    """Figures, table and CSV export of a finished (or stopped) sweep."""
+    table = sweep_dataframe(rows)
+    return {"sweep_acceptance": acceptance_figure(rows), "sweep_speedup": speedup_figure(rows),
+            "sweep_heatmap": heatmap_figure(rows), "sweep_table": table,
+            "sweep_export": export_dataframe(table, "specdec-sweep")}
 
 
 def best_summary(rows) -> str:
@@ -115,19 +115,16 @@ def sweep(lab: Lab, session: Session, prompt, clean_whitespace, target, target_c
         prep = yield from lab.prepare(prompt, clean_whitespace, pick_name(target, target_custom), drafts)
         runner = SweepRunner(lab.engine.generate, prep.target, dict(zip(drafts, prep.drafts)), prep.ids, base,
                              session.baselines)
-        yield {"status": render_status("Warming up (short untimed runs)…")}
+        yield {"status": render_status("Warming up (short untimed runs)…"), "error": ""}
         runner.warm_up()
-        points, rows, throttle = plan_sweep(drafts, k_values, temps), [], Throttle(1.0)
-        for i, point in enumerate(points):
+        points, rows = plan_sweep(drafts, k_values, temps), []
+        for i, point in enumerate(points):  # only the progress bar moves meanwhile: no rendering load
             if session.stop_requested:
                 break
-            desc = f"{point.draft}, K={point.k}, T={point.temperature:g} ({i + 1}/{len(points)})"
-            progress((i, len(points)), desc=desc)
+            progress((i, len(points)), desc=f"{point.draft}, K={point.k}, T={point.temperature:g}")
             rows.append(runner.measure(point))
-            if throttle.ready():
-                yield {**sweep_update(add_theory(rows)), "status": render_status(f"Measured {desc}"), "error": ""}
         session.sweep_rows = add_theory(rows)
-        yield {**sweep_update(rows, final=True), "sweep_best": best_summary(rows), "error": "",
+        yield {**sweep_update(rows), "sweep_best": best_summary(rows), "error": "",
                "status": render_status(f"Sweep finished: {len(rows)} of {len(points)} points measured.")}
     except Exception as exc:  # noqa: BLE001
         yield error_update(exc)
