@@ -125,6 +125,17 @@ def test_stop_ends_the_run_after_the_current_step_and_keeps_what_was_shown(lab):
     assert len(session.last_run.events) <= 2 and "tokens" in rest[-1]
 
 
+def test_stop_when_nothing_runs_changes_nothing(lab):
+    session = Session()
+    assert lab.stop(session) == {} and not session.stop_requested
+
+
+def test_a_stop_from_before_a_run_started_is_forgotten(lab):
+    session = Session(stop_requested=True)
+    run(lab, session)
+    assert not session.last_run.stopped
+
+
 def test_settings_switch_off_top_p_at_one_and_top_k_at_zero():
     s = make_settings(4, 0.7, 1.0, 0, 64, 3)
     assert (s.top_p, s.top_k, s.k, s.temperature, s.seed) == (None, None, 4, 0.7, 3)

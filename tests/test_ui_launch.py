@@ -33,6 +33,13 @@ def test_bind_orders_outputs_and_skips_what_a_callback_leaves_out():
     assert components == [a, b] and second == 1 and first == gr.skip()
 
 
+def test_bind_returns_a_lone_output_as_its_value_not_a_tuple():
+    with gr.Blocks():
+        a = gr.HTML()
+    fn, _ = bind(lambda: {}, {"a": a})
+    assert fn() == gr.skip()
+
+
 def test_bind_keeps_generators_streaming_and_the_signature():
     def callback(session, prompt):
         yield {"a": prompt}
@@ -40,7 +47,7 @@ def test_bind_keeps_generators_streaming_and_the_signature():
     with gr.Blocks():
         a = gr.HTML()
     fn, _ = bind(callback, {"a": a})
-    assert [out for out in fn(None, "x")] == [("x",), ("xx",)]
+    assert [out for out in fn(None, "x")] == ["x", "xx"]
     import inspect
     assert list(inspect.signature(fn).parameters) == ["session", "prompt"]
 

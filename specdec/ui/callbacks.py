@@ -123,18 +123,19 @@ class Lab:
     # --- Generate -------------------------------------------------------------------------------
     def generate(self, session: Session, prompt, clean_whitespace, target, draft, target_custom,
                  draft_custom, k, temperature, top_p, top_k, max_new_tokens, seed):
-        session.stop_requested = False
-        try:
-            settings = make_settings(k, temperature, top_p, top_k, max_new_tokens, seed)
-            prep = yield from self.prepare_pair(prompt, clean_whitespace, target, draft, target_custom, draft_custom)
-            view = yield from self.stream_run(session, prep, settings)
-            if view.stopped:
-                yield self.finish_view(view, status="Stopped: no speedup is measured for a partial run.")
-                return
-            view.baseline = yield from self.measure_baseline(session, prep, settings, view)
-            yield self.finish_view(view, status="Done.")
-        except Exception as exc:  # noqa: BLE001 (every failure becomes a visible message)
-            yield error_update(exc)
+        with session.timed_run():
+            try:
+                settings = make_settings(k, temperature, top_p, top_k, max_new_tokens, seed)
+                prep = yield from self.prepare_pair(prompt, clean_whitespace, target, draft, target_custom,
+                                                    draft_custom)
+                view = yield from self.stream_run(session, prep, settings)
+                if view.stopped:
+                    yield self.finish_view(view, status="Stopped: no speedup is measured for a partial run.")
+                    return
+                view.baseline = yield from self.measure_baseline(session, prep, settings, view)
+                yield self.finish_view(view, status="Done.")
+            except Exception as exc:  # noqa: BLE001 (every failure becomes a visible message)
+                yield error_update(exc)
 
     def stream_run(self, session: Session, prep: Prepared, settings: DecodeSettings):
         """Generator: one token update per step (capped at 1/token_interval_s per second)."""
@@ -174,8 +175,12 @@ class Lab:
         }
 
     def stop(self, session: Session) -> dict:
-        session.stop_requested = True
-        return {"status": render_status("Stopping after the current step…")}
+        """Asks the session's running run to end after its current step. It writes no output (only a
+        toast): the run reports "Stopped" itself, and a reply arriving after that must not replace it."""
+        if session.running:
+            session.stop_requested = True
+            gr.Info("Stopping after the current step…")
+        return {}
 
     # --- inspector & step-through ---------------------------------------------------------------
     def show_step(self, session: Session, step, position: str | None = None) -> dict:

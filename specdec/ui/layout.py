@@ -35,7 +35,8 @@ def bind(fn, outputs: dict[str, gr.components.Component]):
     names = list(outputs)
 
     def as_tuple(update: dict):
-        return tuple(update.get(name, gr.skip()) for name in names)
+        values = tuple(update.get(name, gr.skip()) for name in names)
+        return values[0] if len(values) == 1 else values  # Gradio takes a lone output's value as is
 
     if inspect.isgeneratorfunction(fn):
         @wraps(fn)

@@ -75,23 +75,23 @@ def _lanes_update(lanes: list[Lane], prompt: str) -> dict:
 def race(lab: Lab, session: Session, prompt, clean_whitespace, target, draft, target_custom, draft_custom,
          k, temperature, top_p, top_k, max_new_tokens, seed):
     """Generator for the Race tab: both lanes stream step by step until both finish (or Stop)."""
-    session.stop_requested = False
-    try:
-        settings = make_settings(k, temperature, top_p, top_k, max_new_tokens, seed)
-        prep = yield from lab.prepare_pair(prompt, clean_whitespace, target, draft, target_custom, draft_custom)
-        gens = [lab.engine.Generation(prep.target, None, prep.ids, settings),
-                lab.engine.Generation(prep.target, prep.draft, prep.ids, settings)]
-        lanes = [Lane("Target only", gens[0]), Lane("Speculative", gens[1])]
-        throttle = Throttle(lab.token_interval_s)
+    with session.timed_run():
         try:
-            while (lane := next_lane(lanes)) is not None and not session.stop_requested:
-                lane.advance()
-                if throttle.ready() or lane.done:
-                    yield {**_lanes_update(lanes, prep.text), "error": "", "race_summary": ""}
-        finally:
-            for gen in gens:
-                gen.close()
-        yield {**_lanes_update(lanes, prep.text), "race_summary": race_summary(*lanes), "error": "",
-               "status": render_status("Stopped." if session.stop_requested else "Race finished.")}
-    except Exception as exc:  # noqa: BLE001
-        yield error_update(exc)
+            settings = make_settings(k, temperature, top_p, top_k, max_new_tokens, seed)
+            prep = yield from lab.prepare_pair(prompt, clean_whitespace, target, draft, target_custom, draft_custom)
+            gens = [lab.engine.Generation(prep.target, None, prep.ids, settings),
+                    lab.engine.Generation(prep.target, prep.draft, prep.ids, settings)]
+            lanes = [Lane("Target only", gens[0]), Lane("Speculative", gens[1])]
+            throttle = Throttle(lab.token_interval_s)
+            try:
+                while (lane := next_lane(lanes)) is not None and not session.stop_requested:
+                    lane.advance()
+                    if throttle.ready() or lane.done:
+                        yield {**_lanes_update(lanes, prep.text), "error": "", "race_summary": ""}
+            finally:
+                for gen in gens:
+                    gen.close()
+            yield {**_lanes_update(lanes, prep.text), "race_summary": race_summary(*lanes), "error": "",
+                   "status": render_status("Stopped." if session.stop_requested else "Race finished.")}
+        except Exception as exc:  # noqa: BLE001
+            yield error_update(exc)

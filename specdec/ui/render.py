@@ -39,7 +39,8 @@ def _draft_title(event, d) -> str:
     fate = "accepted" if d.accepted else ("rejected" if d.evaluated else "discarded unchecked")
     parts = [f"step {event.index} · draft position {d.position + 1} · {fate}", f"q={fmt_prob(d.q)} p={fmt_prob(d.p)}"]
     if d.evaluated:
-        parts.append(f"min(1,p/q)={fmt_prob(d.accept_prob)}" + (f" u={fmt_prob(d.uniform)}" if d.uniform is not None else ""))
+        draw = f" u={fmt_prob(d.uniform)}" if d.uniform is not None else ""
+        parts.append(f"min(1,p/q)={fmt_prob(d.accept_prob)}{draw}")
     return " · ".join(parts)
 
 

@@ -1,6 +1,7 @@
 """Per-browser-session state (held in gr.State, deep-copied per session: no user's run is global)."""
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -22,7 +23,17 @@ class Session:
     last_run: Optional[RunView] = None
     baselines: dict = field(default_factory=dict)  # baseline_key -> measured target-only RunResult
     stop_requested: bool = False
+    running: bool = False
     sweep_rows: list = field(default_factory=list)
+
+    @contextlib.contextmanager
+    def timed_run(self):
+        """Marks a Generate/Race/Sweep run as in progress; a Stop from before it started is forgotten."""
+        self.stop_requested, self.running = False, True
+        try:
+            yield self
+        finally:
+            self.running = False
 
     def event(self, step: int):
         """The step event of the last run, clamped to the existing range (None without a run)."""

@@ -60,7 +60,8 @@ def speedup_figure(rows) -> go.Figure:
             fig.add_scatter(x=dense, y=theory_curve(alpha, c, dense), mode="lines", line=dict(color=color, dash="dash"),
                             name=f"{label} theory α={alpha:.2f} c={c:.2f} (best K={members[0].theory_best_k})")
     fig.add_hline(y=1.0, line=dict(color="#777", dash="dot"))
-    return style_figure(fig, "Speedup vs K: measured vs (1−α^(K+1))/((1−α)(Kc+1))", "K", "speedup (×)", height=380)
+    title = "Speedup vs K: measured vs (1−α^(K+1))/((1−α)(Kc+1))"
+    return style_figure(fig, title, "K", "speedup (×)", height=380)
 
 
 def heatmap_figure(rows) -> go.Figure:
@@ -105,26 +106,26 @@ def best_summary(rows) -> str:
 def sweep(lab: Lab, session: Session, prompt, clean_whitespace, target, target_custom, drafts, ks, temperatures,
           max_new_tokens, seed, top_p, top_k, progress=gr.Progress()):
     """Generator for the Sweep tab: every (draft, K, temperature), measured against the baseline."""
-    session.stop_requested = False
-    try:
-        k_values, temps = parse_ks(ks), parse_temperatures(temperatures)
-        drafts = [d.strip() for d in ([drafts] if isinstance(drafts, str) else drafts or []) if d and d.strip()]
-        if not drafts:
-            raise ValueError("Pick at least one draft model for the sweep.")
-        base = make_settings(k_values[0], temps[0], top_p, top_k, max_new_tokens, seed)
-        prep = yield from lab.prepare(prompt, clean_whitespace, pick_name(target, target_custom), drafts)
-        runner = SweepRunner(lab.engine.generate, prep.target, dict(zip(drafts, prep.drafts)), prep.ids, base,
-                             session.baselines)
-        yield {"status": render_status("Warming up (short untimed runs)…"), "error": ""}
-        runner.warm_up()
-        points, rows = plan_sweep(drafts, k_values, temps), []
-        for i, point in enumerate(points):  # only the progress bar moves meanwhile: no rendering load
-            if session.stop_requested:
-                break
-            progress((i, len(points)), desc=f"{point.draft}, K={point.k}, T={point.temperature:g}")
-            rows.append(runner.measure(point))
-        session.sweep_rows = add_theory(rows)
-        yield {**sweep_update(rows), "sweep_best": best_summary(rows), "error": "",
-               "status": render_status(f"Sweep finished: {len(rows)} of {len(points)} points measured.")}
-    except Exception as exc:  # noqa: BLE001
-        yield error_update(exc)
+    with session.timed_run():
+        try:
+            k_values, temps = parse_ks(ks), parse_temperatures(temperatures)
+            drafts = [d.strip() for d in ([drafts] if isinstance(drafts, str) else drafts or []) if d and d.strip()]
+            if not drafts:
+                raise ValueError("Pick at least one draft model for the sweep.")
+            base = make_settings(k_values[0], temps[0], top_p, top_k, max_new_tokens, seed)
+            prep = yield from lab.prepare(prompt, clean_whitespace, pick_name(target, target_custom), drafts)
+            runner = SweepRunner(lab.engine.generate, prep.target, dict(zip(drafts, prep.drafts)), prep.ids, base,
+                                 session.baselines)
+            yield {"status": render_status("Warming up (short untimed runs)…"), "error": ""}
+            runner.warm_up()
+            points, rows = plan_sweep(drafts, k_values, temps), []
+            for i, point in enumerate(points):  # only the progress bar moves meanwhile: no rendering load
+                if session.stop_requested:
+                    break
+                progress((i, len(points)), desc=f"{point.draft}, K={point.k}, T={point.temperature:g}")
+                rows.append(runner.measure(point))
+            session.sweep_rows = add_theory(rows)
+            yield {**sweep_update(rows), "sweep_best": best_summary(rows), "error": "",
+                   "status": render_status(f"Sweep finished: {len(rows)} of {len(points)} points measured.")}
+        except Exception as exc:  # noqa: BLE001
+            yield error_update(exc)
