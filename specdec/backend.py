@@ -31,30 +31,45 @@ class ModelRunner(Protocol):
     def kv_bytes(self) -> int: ...
 
 
-class HFEagerRunner:
-    """Batch-1 decoding through a transformers model with a DynamicCache."""
+class TimedRunner:
+    """Counting, timing and length bookkeeping shared by runners; subclasses implement
+    _call(ids, last_only) -> logits [n or 1, V] and rollback()."""
 
     def __init__(self, model, vocab_limit: int):
         self.model = model
         self.device = next(model.parameters()).device
         self.vocab_limit = vocab_limit  # logits beyond the shared real vocabulary are dropped
-        self.cache = DynamicCache()
         self.length = 0
         self.forward_calls = 0
         self.forward_time_s = 0.0
-        self._cache_arg = cache_argument_name(model)
-        self._crop_style = None
-        self._trim_logits = accepts_logits_to_keep(model)
         self._sync = torch.cuda.synchronize if self.device.type == "cuda" else None
 
     def prefill(self, ids: list[int]) -> torch.Tensor | None:
-        if not ids:
-            return None
-        return self._call(ids, keep_last_only=True)[-1]
+        return self._timed(ids, last_only=True)[-1] if ids else None
 
     def forward(self, ids: list[int]) -> torch.Tensor:
         self.forward_calls += 1
-        return self._call(ids, keep_last_only=False)
+        return self._timed(ids, last_only=False)
+
+    def _timed(self, ids: list[int], last_only: bool) -> torch.Tensor:
+        start = time.perf_counter()
+        logits = self._call(ids, last_only)
+        if self._sync:
+            self._sync()
+        self.forward_time_s += time.perf_counter() - start
+        self.length += len(ids)
+        return logits
+
+
+class HFEagerRunner(TimedRunner):
+    """Batch-1 decoding through a transformers model with a DynamicCache."""
+
+    def __init__(self, model, vocab_limit: int):
+        super().__init__(model, vocab_limit)
+        self.cache = DynamicCache()
+        self._cache_arg = cache_argument_name(model)
+        self._crop_style = None
+        self._trim_logits = accepts_logits_to_keep(model)
 
     def rollback(self, length: int) -> None:
         if length >= self.length:
@@ -67,15 +82,10 @@ class HFEagerRunner:
         return cache_bytes(self.cache)
 
     @torch.inference_mode()
-    def _call(self, ids: list[int], keep_last_only: bool) -> torch.Tensor:
+    def _call(self, ids: list[int], last_only: bool) -> torch.Tensor:
         input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
         kwargs = {self._cache_arg: self.cache, "use_cache": True}
         if self._trim_logits:
-            kwargs["logits_to_keep"] = 1 if keep_last_only else 0
-        start = time.perf_counter()
+            kwargs["logits_to_keep"] = 1 if last_only else 0
         logits = self.model(input_ids=input_ids, **kwargs).logits  # [1, n, V_model]
-        if self._sync:
-            self._sync()
-        self.forward_time_s += time.perf_counter() - start
-        self.length += len(ids)
         return logits[0, :, : self.vocab_limit].float()  # [n, V]

@@ -5,11 +5,12 @@ outputs stay token-identical (tests compare its logits and outputs with the HF e
 Models it does not fit use HFEagerRunner."""
 from __future__ import annotations
 
-import time
 from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
+
+from .backend import TimedRunner
 
 SUPPORTED = ("LlamaForCausalLM", "Qwen2ForCausalLM")
 STATIC_ROPE_TYPES = ("default", "linear", "llama3")
@@ -27,11 +28,11 @@ def supports_static(model) -> bool:
     return rotary is not None and getattr(rotary, "rope_type", "default") in STATIC_ROPE_TYPES
 
 
-class StaticLlamaRunner:
+class StaticLlamaRunner(TimedRunner):
     def __init__(self, model, vocab_limit: int, max_length: int):
+        super().__init__(model, vocab_limit)
         config = model.config
-        self.model, self.vocab_limit, self.max_length = model, vocab_limit, max_length
-        self.device = next(model.parameters()).device
+        self.max_length = max_length
         dtype = next(model.parameters()).dtype
         self.heads = config.num_attention_heads
         self.kv_heads = config.num_key_value_heads or self.heads
@@ -50,17 +51,6 @@ class StaticLlamaRunner:
         self.head = (model.lm_head.weight, model.lm_head.bias)
         self.scaling = layers[0].self_attn.scaling
         self.groups = self.heads // self.kv_heads
-        self.length = 0
-        self.forward_calls = 0
-        self.forward_time_s = 0.0
-        self._sync = torch.cuda.synchronize if self.device.type == "cuda" else None
-
-    def prefill(self, ids: list[int]) -> torch.Tensor | None:
-        return self._call(ids, last_only=True)[-1] if ids else None
-
-    def forward(self, ids: list[int]) -> torch.Tensor:
-        self.forward_calls += 1
-        return self._call(ids, last_only=False)
 
     def rollback(self, length: int) -> None:
         self.length = min(self.length, length)  # later writes overwrite the stale positions
@@ -73,7 +63,6 @@ class StaticLlamaRunner:
         n, start = len(ids), self.length
         if start + n > self.max_length:
             raise RuntimeError(f"static cache of {self.max_length} positions is full")
-        began = time.perf_counter()
         hidden = F.embedding(torch.tensor([ids], device=self.device), self.embedding)  # [1, n, d]
         cos = self.cos[:, start : start + n].unsqueeze(1)  # [1, 1, n, head_dim]
         sin = self.sin[:, start : start + n].unsqueeze(1)
@@ -87,10 +76,6 @@ class StaticLlamaRunner:
             hidden = hidden + F.linear(gate * F.linear(normed, *w.up), *w.down)
         hidden = rms_norm(hidden[:, -1:] if last_only else hidden, *self.final_norm)
         logits = F.linear(hidden, *self.head)  # [1, n or 1, V_model]
-        if self._sync:
-            self._sync()
-        self.forward_time_s += time.perf_counter() - began
-        self.length = start + n
         return logits[0, :, : self.vocab_limit].float()
 
     def _attend(self, w, hidden, index, start, n, cos, sin, mask):
