@@ -140,13 +140,12 @@ class Generation:
 
     def _verify(self, draft_ids: list[int], logits: torch.Tensor, q) -> tuple[Verdict, torch.Tensor, torch.Tensor]:
         """Returns the verdict and the p, q rows to trace (greedy: softmax of the raw logits)."""
-        empty = logits.new_zeros((0, logits.shape[-1]))
+        if q is None:  # no draft this step
+            q = logits.new_zeros((0, logits.shape[-1]))
         if not self.sampling:
-            p = torch.softmax(logits, dim=-1)
-            return verify_greedy(draft_ids, logits), p, torch.softmax(q, dim=-1) if q is not None else empty
+            return verify_greedy(draft_ids, logits), torch.softmax(logits, dim=-1), torch.softmax(q, dim=-1)
         ids = torch.tensor(draft_ids, dtype=torch.long, device=logits.device)
         p = probabilities(logits, self.warpers)
-        q = q if q is not None else empty
         return self.verify_sampled(ids, p, q, self.generator), p, q
 
 

@@ -67,7 +67,7 @@ class FinalToken:
     text: str
     kind: FinalKind
     position: int  # index within the step (== number of accepted draft tokens)
-    p: float  # probability of token_id under the distribution it was drawn from (p, or the residual)
+    p: float  # the target's probability of token_id at this position (warped; greedy: softmax of raw logits)
     top_p: list[TokenProb] = field(default_factory=list)
     # norm(max(0, p - q)) at the rejected position; only for "resampled" in sampling mode
     residual_top: Optional[list[TokenProb]] = None
