@@ -10,6 +10,8 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
+from transformers.models.llama.modeling_llama import apply_rotary_pos_emb, repeat_kv
+
 from .backend import TimedRunner
 
 SUPPORTED = ("LlamaForCausalLM", "Qwen2ForCausalLM")
@@ -64,8 +66,7 @@ class StaticLlamaRunner(TimedRunner):
         if start + n > self.max_length:
             raise RuntimeError(f"static cache of {self.max_length} positions is full")
         hidden = F.embedding(torch.tensor([ids], device=self.device), self.embedding)  # [1, n, d]
-        cos = self.cos[:, start : start + n].unsqueeze(1)  # [1, 1, n, head_dim]
-        sin = self.sin[:, start : start + n].unsqueeze(1)
+        cos, sin = self.cos[:, start : start + n], self.sin[:, start : start + n]  # [1, n, head_dim]
         mask = None
         if n > 1:  # new token i sees every cached position and new tokens 0..i
             mask = torch.ones(n, start + n, dtype=torch.bool, device=self.device).tril(diagonal=start)
@@ -82,7 +83,7 @@ class StaticLlamaRunner(TimedRunner):
         q = F.linear(hidden, *w.q).view(1, n, -1, self.head_dim).transpose(1, 2)
         k = F.linear(hidden, *w.k).view(1, n, -1, self.head_dim).transpose(1, 2)
         v = F.linear(hidden, *w.v).view(1, n, -1, self.head_dim).transpose(1, 2)
-        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        q, k = apply_rotary_pos_emb(q, k, cos, sin)
         self.keys[index][:, :, start : start + n] = k
         self.values[index][:, :, start : start + n] = v
         keys = repeat_kv(self.keys[index][:, :, : start + n], self.groups)
@@ -123,14 +124,3 @@ def rms_norm(hidden: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Te
     variance = hidden.pow(2).mean(-1, keepdim=True)
     return weight * (hidden * torch.rsqrt(variance + eps)).to(dtype)
 
-
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-
-def repeat_kv(states: torch.Tensor, groups: int) -> torch.Tensor:
-    if groups == 1:
-        return states
-    batch, kv_heads, length, head_dim = states.shape
-    return states[:, :, None].expand(batch, kv_heads, groups, length, head_dim).reshape(batch, kv_heads * groups, length, head_dim)
