@@ -4,6 +4,9 @@ A runner owns one sequence's KV cache. The decoder only ever calls:
     prefill(ids)          -> logits of the last position, shape [V]
     forward(new_ids)      -> logits for each new position, shape [len(new_ids), V]
     rollback(length)      -> forget every cached position from `length` on
+A runner made with keep_hidden=True also leaves `hidden`, the final-norm hidden states (the
+language-model head's input) of every position of its last call, shape [len(ids), d], for drafters
+that read the target's features (Medusa, EAGLE).
 so a static-cache / CUDA-graph runner can replace HFEagerRunner without touching verification.
 """
 from __future__ import annotations
@@ -35,17 +38,19 @@ class TimedRunner:
     """Counting, timing and length bookkeeping shared by runners; subclasses implement
     _call(ids, last_only) -> logits [n or 1, V] and rollback()."""
 
-    def __init__(self, model, vocab_limit: int):
+    def __init__(self, model, vocab_limit: int, keep_hidden: bool = False):
         self.model = model
         self.device = next(model.parameters()).device
         self.vocab_limit = vocab_limit  # logits beyond the shared real vocabulary are dropped
+        self.keep_hidden = keep_hidden
+        self.hidden: torch.Tensor | None = None  # [n, d] of the last call, when keep_hidden
         self.length = 0
         self.forward_calls = 0
         self.forward_time_s = 0.0
         self._sync = torch.cuda.synchronize if self.device.type == "cuda" else None
 
     def prefill(self, ids: list[int]) -> torch.Tensor | None:
-        return self._timed(ids, last_only=True)[-1] if ids else None
+        return self._timed(ids, last_only=not self.keep_hidden)[-1] if ids else None
 
     def forward(self, ids: list[int]) -> torch.Tensor:
         self.forward_calls += 1
@@ -64,8 +69,8 @@ class TimedRunner:
 class HFEagerRunner(TimedRunner):
     """Batch-1 decoding through a transformers model with a DynamicCache."""
 
-    def __init__(self, model, vocab_limit: int):
-        super().__init__(model, vocab_limit)
+    def __init__(self, model, vocab_limit: int, keep_hidden: bool = False):
+        super().__init__(model, vocab_limit, keep_hidden)
         self.cache = DynamicCache()
         self._cache_arg = cache_argument_name(model)
         self._crop_style = None
@@ -87,5 +92,15 @@ class HFEagerRunner(TimedRunner):
         kwargs = {self._cache_arg: self.cache, "use_cache": True}
         if self._trim_logits:
             kwargs["logits_to_keep"] = 1 if last_only else 0
-        logits = self.model(input_ids=input_ids, **kwargs).logits  # [1, n, V_model]
-        return logits[0, :, : self.vocab_limit].float()  # [n, V]
+        if not self.keep_hidden:
+            logits = self.model(input_ids=input_ids, **kwargs).logits  # [1, n, V_model]
+            return logits[0, :, : self.vocab_limit].float()  # [n, V]
+        captured = []
+        head = self.model.get_output_embeddings()
+        handle = head.register_forward_pre_hook(lambda module, args: captured.append(args[0]))
+        try:
+            logits = self.model(input_ids=input_ids, **kwargs).logits
+        finally:
+            handle.remove()
+        self.hidden = captured[-1][0]  # [n, d]: what the head read
+        return logits[0, :, : self.vocab_limit].float()

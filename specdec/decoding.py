@@ -2,8 +2,8 @@
 
 Invariants between steps, with seq = prompt + emitted tokens:
   - the target's cache holds seq[:-1]; seq[-1] is fed with the next step's drafts;
-  - the draft's cache holds a prefix of seq; each step first feeds the tokens it lacks
-    (one after a rejection, two after an all-accepted step: d_K and the bonus token).
+  - the drafter holds state for at most seq[:-1] (drafters/base.py defines its protocol); one that
+    reads the target's hidden states has seen them for positions 0 .. len(seq) - 2.
 """
 from __future__ import annotations
 
@@ -12,11 +12,15 @@ from typing import Iterator, Optional
 
 import torch
 
+from .drafters.base import Drafter, Proposal, ProposalContext
+from .drafters.registry import as_drafter
 from .events import DecodeSettings, RunResult, StepEvent
 from .errors import InvalidSettingsError
-from .loading import LoadedModel, check_compatible, shared_vocab_size
+from .loading import LoadedModel
 from .metrics import measure_memory, summarize
-from .sampling import build_warpers, probabilities, sample, validate
+from .prompting import check_context
+from .sampling import build_warpers, probabilities, validate
+from .schedules import make_schedule
 from .trace import build_event, final_token, top_tokens
 from .verify import SampledVerifier, Verdict, verify_greedy, verify_sampled
 
@@ -24,13 +28,14 @@ from .verify import SampledVerifier, Verdict, verify_greedy, verify_sampled
 class Generation:
     """Iterate for StepEvents as they happen; result() for text, ids, events and metrics.
 
-    draft=None runs the target-only baseline through the same model-call code and warping.
+    draft: None runs the target-only baseline through the same model-call code and warping; a
+    Drafter proposes tokens; a LoadedModel is the draft-model drafter (same tokenizer).
     """
 
     def __init__(
         self,
         target: LoadedModel,
-        draft: Optional[LoadedModel],
+        draft,
         prompt_ids: list[int],
         settings: DecodeSettings = DecodeSettings(),
         *,
@@ -39,23 +44,33 @@ class Generation:
         top_n: int = 5,
     ):
         validate(settings)
-        if draft is not None:
-            check_compatible(target, draft)
-        self.target, self.draft, self.settings = target, draft, settings
-        self.vocab_limit = shared_vocab_size(target, draft)
-        self.prompt_ids = _checked_prompt(prompt_ids, self.vocab_limit)
+        self.target, self.settings = target, settings
+        self.drafter: Optional[Drafter] = as_drafter(target, draft)
         self.sampling = settings.mode == "sampling"
+        if self.drafter is not None and self.drafter.greedy_only and self.sampling:
+            raise InvalidSettingsError(
+                f"{self.drafter.name} ({self.drafter.family}) supports greedy decoding only: set temperature to 0"
+            )
+        self.vocab_limit = self.drafter.vocab_limit if self.drafter is not None else target.real_vocab_size
+        self.prompt_ids = _checked_prompt(prompt_ids, self.vocab_limit)
+        check_context(target, len(self.prompt_ids), settings.max_new_tokens)
         self.warpers = build_warpers(settings)
         self.generator = generator or _seeded_generator(settings.seed, target.device)
         self.verify_sampled = sampled_verifier
         self.top_n = top_n
         self.eos_ids = target.eos_token_ids
+        self.schedule = make_schedule(settings.k_schedule, settings.k)
+        self.context = ProposalContext(self.sampling, self.warpers, self.generator, self.schedule.stop_below)
         self.events: list[StepEvent] = []
         self.token_ids: list[int] = []
         self.engine_time_s = 0.0  # excludes time the consumer spends between events
-        self._runners: tuple = ()
+        self._target_runner = None
         self._steps = self._run()
         self._done = False
+
+    @property
+    def draft(self) -> Optional[Drafter]:
+        return self.drafter
 
     def __iter__(self) -> Iterator[StepEvent]:
         return self
@@ -71,9 +86,8 @@ class Generation:
         if not self._done:
             for _ in self._steps:
                 pass
-        target_runner, draft_runner = self._runners or (None, None)
-        memory = measure_memory(self.target, self.draft, target_runner, draft_runner)
-        metrics = summarize(self.events, self.engine_time_s, target_runner, draft_runner, memory)
+        memory = measure_memory(self.target, self.drafter, self._target_runner)
+        metrics = summarize(self.events, self.engine_time_s, self._target_runner, self.drafter, memory)
         return RunResult(
             prompt_ids=list(self.prompt_ids),
             token_ids=list(self.token_ids),
@@ -82,7 +96,7 @@ class Generation:
             metrics=metrics,
             settings=self.settings,
             target_name=self.target.name,
-            draft_name=self.draft.name if self.draft is not None else None,
+            draft_name=self.drafter.name if self.drafter is not None else None,
         )
 
     # -- the loop ---------------------------------------------------------------------------
@@ -91,14 +105,16 @@ class Generation:
         started = time.perf_counter()
         seq = list(self.prompt_ids)
         max_length = len(seq) + self.settings.max_new_tokens + self.settings.k + 1
-        target = self.target.new_runner(self.vocab_limit, max_length)
-        draft = self.draft.new_runner(self.vocab_limit, max_length) if self.draft is not None else None
-        self._runners = (target, draft)
-        prefill(target, draft, seq)
+        reads_hidden = self.drafter is not None and self.drafter.reads_target_hidden
+        target = self.target.new_runner(self.vocab_limit, max_length, keep_hidden=reads_hidden)
+        self._target_runner = target
+        prefill(target, self.drafter, seq, max_length)
         while True:
             remaining = self.settings.max_new_tokens - len(self.token_ids)
-            k = min(self.settings.k, remaining - 1) if draft is not None else 0  # never overshoot
-            event = self._step(len(self.events), k, seq, target, draft, remaining)
+            planned = self.schedule.next_k() if self.drafter is not None else 0
+            k = min(planned, remaining - 1)  # never overshoot max_new_tokens
+            event = self._step(len(self.events), k, seq, target, remaining)
+            event.k_planned = planned
             self.events.append(event)
             self.token_ids += event.emitted_ids
             seq += event.emitted_ids
@@ -113,9 +129,10 @@ class Generation:
             started = time.perf_counter()
 
     @torch.inference_mode()
-    def _step(self, index: int, k: int, seq: list[int], target, draft, remaining: int) -> StepEvent:
+    def _step(self, index: int, k: int, seq: list[int], target, remaining: int) -> StepEvent:
         t0 = time.perf_counter()
-        draft_ids, q = propose(draft, seq, k, self.sampling, self.warpers, self.generator) if k else ([], None)
+        proposal = self.drafter.propose(seq, k, self.context) if k > 0 else Proposal()
+        draft_ids, q = proposal.ids[:k], proposal.q
         t1 = time.perf_counter()
         logits = target.forward([seq[-1]] + draft_ids)  # [k+1, V]
         verdict, p, q = self._verify(draft_ids, logits, q)
@@ -124,61 +141,55 @@ class Generation:
             draft_ids[: verdict.num_accepted] + [verdict.next_token], self.eos_ids, remaining
         )
         if stop_reason is None:
-            rollback(target, draft, len(seq), verdict.num_accepted)
+            rollback(target, self.drafter, len(seq), verdict.num_accepted)
         top_p = top_tokens(self.target, p, self.top_n)  # one top-n per target row, drafts and final alike
         final = None
         if len(emitted) > verdict.num_accepted:
-            kind = "target" if draft is None else verdict.next_kind
+            kind = "target" if not draft_ids else verdict.next_kind
             final = final_token(self.target, verdict, p, top_p[verdict.num_accepted], kind, self.sampling, self.top_n)
         event = build_event(
             model=self.target, index=index, sampling=self.sampling, draft_ids=draft_ids, p=p, q=q,
             verdict=verdict, top_p=top_p, final=final, emitted=emitted, times=(t1 - t0, t2 - t1, 0.0),
             stop_reason=stop_reason, top_n=self.top_n,
         )
+        self.schedule.update(len(draft_ids), min(verdict.num_accepted + 1, len(draft_ids)), verdict.num_accepted,
+                             t1 - t0, t2 - t1)
         event.other_time_s = time.perf_counter() - t2
         return event
 
     def _verify(self, draft_ids: list[int], logits: torch.Tensor, q) -> tuple[Verdict, torch.Tensor, torch.Tensor]:
         """Returns the verdict and the p, q rows to trace (greedy: softmax of the raw logits)."""
-        if q is None:  # no draft this step
+        if not draft_ids:  # a plain target step
             q = logits.new_zeros((0, logits.shape[-1]))
+        else:
+            q = q[: len(draft_ids)]  # [k, V] probabilities
         if not self.sampling:
-            return verify_greedy(draft_ids, logits), torch.softmax(logits, dim=-1), torch.softmax(q, dim=-1)
+            return verify_greedy(draft_ids, logits), torch.softmax(logits, dim=-1), q
         ids = torch.tensor(draft_ids, dtype=torch.long, device=logits.device)
         p = probabilities(logits, self.warpers)
         return self.verify_sampled(ids, p, q, self.generator), p, q
 
 
-def prefill(target, draft, seq: list[int]) -> None:
+def prefill(target, drafter: Optional[Drafter], seq: list[int], max_length: int) -> None:
+    """The target caches seq[:-1]; the drafter starts (and reads those positions' features)."""
     target.prefill(seq[:-1])
-    if draft is not None:
-        draft.prefill(seq[:-1])
+    if drafter is None:
+        return
+    drafter.start(seq, max_length)
+    if drafter.reads_target_hidden and len(seq) > 1:
+        drafter.observe(target.hidden)
 
 
-def propose(draft, seq: list[int], k: int, sampling: bool, warpers, generator) -> tuple[list[int], torch.Tensor]:
-    """Draft k tokens autoregressively. Returns the ids and per-position rows [k, V]:
-    warped probabilities q when sampling, raw logits when greedy."""
-    logits = draft.forward(seq[draft.length :])[-1:]  # feed what the draft has not seen yet
-    ids, rows = [], []
-    for i in range(k):
-        if i:
-            logits = draft.forward([ids[-1]])
-        if sampling:
-            q = probabilities(logits, warpers)
-            rows.append(q)
-            ids.append(sample(q[0], generator))
-        else:
-            rows.append(logits)
-            ids.append(int(logits[0].argmax()))
-    return ids, torch.cat(rows)
-
-
-def rollback(target, draft, seq_len: int, num_accepted: int) -> None:
-    """Keep what the next step needs: target holds seq_new[:-1], the draft at most that much."""
+def rollback(target, drafter: Optional[Drafter], seq_len: int, num_accepted: int) -> None:
+    """Keep what the next step needs: target holds seq_new[:-1], the drafter at most that much.
+    A drafter that reads features gets those of the confirmed positions (rows 0 .. num_accepted)."""
     keep = seq_len + num_accepted
     target.rollback(keep)
-    if draft is not None:
-        draft.rollback(min(draft.length, keep))
+    if drafter is None:
+        return
+    drafter.rollback(keep)
+    if drafter.reads_target_hidden:
+        drafter.observe(target.hidden[: num_accepted + 1])
 
 
 def cut_at_stop(candidates: list[int], eos_ids: tuple[int, ...], remaining: int) -> tuple[list[int], Optional[str]]:

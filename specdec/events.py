@@ -11,8 +11,8 @@ from typing import Literal, Optional
 Mode = Literal["greedy", "sampling"]
 # How a token emitted by the target got there:
 #   "resampled": drawn by the target after a draft token was rejected (greedy: the target's argmax there)
-#   "bonus":     drawn from p_{K+1} after every drafted token was accepted (or a step with no draft)
-#   "target":    a plain target-only (baseline) step
+#   "bonus":     drawn from p_{K+1} after every drafted token was accepted
+#   "target":    a plain target step: the baseline, or a step where the drafter proposed nothing
 FinalKind = Literal["resampled", "bonus", "target"]
 StopReason = Literal["eos", "max_new_tokens"]
 
@@ -27,6 +27,7 @@ class DecodeSettings:
     top_k: Optional[int] = None
     top_p: Optional[float] = None
     seed: Optional[int] = 0
+    k_schedule: str = "constant"  # how K may change per step: constant | heuristic | confidence | optimal
 
     @property
     def mode(self) -> Mode:
@@ -79,7 +80,7 @@ class StepEvent:
 
     index: int
     mode: Mode
-    k: int  # draft length used this step (shrinks near max_new_tokens)
+    k: int  # tokens drafted this step (the schedule's K, shrunk near max_new_tokens or by the drafter)
     drafted: list[DraftToken]
     num_accepted: int
     final: Optional[FinalToken]  # None when EOS or max_new_tokens ended the step before it
@@ -90,6 +91,7 @@ class StepEvent:
     other_time_s: float  # step wall time not spent drafting or verifying (sampling, bookkeeping)
     finished: bool = False
     stop_reason: Optional[StopReason] = None
+    k_planned: int = 0  # the K the schedule asked for this step (k may be smaller)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -9,11 +9,12 @@ import torch
 from .events import MemoryReport, RunMetrics, StepEvent
 
 
-def summarize(events: list[StepEvent], wall_time_s: float, target_runner, draft_runner, memory) -> RunMetrics:
+def summarize(events: list[StepEvent], wall_time_s: float, target_runner, drafter, memory) -> RunMetrics:
+    """drafter: anything with forward_calls and forward_time_s (a Drafter), or None."""
     new_tokens = sum(len(e.emitted_ids) for e in events)
     drafted = sum(e.k for e in events)
     accepted = sum(e.num_accepted for e in events)
-    forward_time = sum(r.forward_time_s for r in (target_runner, draft_runner) if r is not None)
+    forward_time = sum(r.forward_time_s for r in (target_runner, drafter) if r is not None)
     target_forwards = target_runner.forward_calls if target_runner is not None else 0
     return RunMetrics(
         new_tokens=new_tokens,
@@ -24,7 +25,7 @@ def summarize(events: list[StepEvent], wall_time_s: float, target_runner, draft_
         mean_tokens_per_target_forward=new_tokens / target_forwards if target_forwards else 0.0,
         acceptance_by_position=acceptance_by_position(events),
         target_forwards=target_forwards,
-        draft_forwards=draft_runner.forward_calls if draft_runner is not None else 0,
+        draft_forwards=drafter.forward_calls if drafter is not None else 0,
         wall_time_s=wall_time_s,
         tokens_per_s=new_tokens / wall_time_s if wall_time_s > 0 else 0.0,
         draft_time_s=sum(e.draft_time_s for e in events),
@@ -47,7 +48,8 @@ def acceptance_by_position(events: list[StepEvent]) -> list[Optional[float]]:
     return rates
 
 
-def measure_memory(target, draft, target_runner, draft_runner) -> MemoryReport:
+def measure_memory(target, drafter, target_runner) -> MemoryReport:
+    """Parameter bytes (the drafter's: what it adds beyond the target) and state bytes now allocated."""
     device = target.device
     peak = None
     if device.type == "cuda":
@@ -55,9 +57,9 @@ def measure_memory(target, draft, target_runner, draft_runner) -> MemoryReport:
     return MemoryReport(
         device=str(device),
         target_param_bytes=target.param_bytes,
-        draft_param_bytes=draft.param_bytes if draft is not None else 0,
+        draft_param_bytes=drafter.param_bytes() if drafter is not None else 0,
         target_kv_bytes=target_runner.kv_bytes() if target_runner is not None else 0,
-        draft_kv_bytes=draft_runner.kv_bytes() if draft_runner is not None else 0,
+        draft_kv_bytes=drafter.state_bytes() if drafter is not None else 0,
         peak_device_bytes=peak,
         process_rss_bytes=process_rss_bytes(),
     )

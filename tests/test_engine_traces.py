@@ -40,7 +40,8 @@ def test_each_step_emits_its_accepted_drafts_then_the_target_token(models, setti
         accepted = [d.token_id for d in event.drafted if d.accepted]
         assert [d.accepted for d in event.drafted] == [i < event.num_accepted for i in range(event.k)]
         assert event.emitted_ids == accepted + [event.final.token_id]
-        assert event.final.kind == ("bonus" if event.num_accepted == event.k else "resampled")
+        expected = "target" if event.k == 0 else "bonus" if event.num_accepted == event.k else "resampled"
+        assert event.final.kind == expected
 
 
 def test_greedy_trace_marks_acceptance_by_target_argmax(models):

@@ -1,19 +1,28 @@
-"""The preset registry: bundled family first and default, memory figures, name resolution."""
+"""The preset registry: SmolLM2 first and default, the bundled family next, memory figures, names."""
 from pathlib import Path
 
 from specdec import presets
 from specdec.presets import (
-    BUNDLED_DIR, DEFAULT_DRAFT, DEFAULT_TARGET, PAIR_PRESETS, all_model_choices, bundled_model_names,
-    is_bundled, resolve_model,
+    BUNDLED_DIR, DEFAULT_DRAFT, DEFAULT_TARGET, LAB_DRAFT, LAB_TARGET, PAIR_PRESETS, all_model_choices,
+    bundled_model_names, is_bundled, resolve_model,
 )
 
 
-def test_bundled_pair_comes_first_and_is_the_default():
+def test_the_fetched_real_model_comes_first_and_is_the_default():
     first = PAIR_PRESETS[0]
-    assert first.bundled
-    assert first.target == DEFAULT_TARGET == "lab-target"
-    assert first.drafts[0] == DEFAULT_DRAFT == "lab-draft-distilled"
-    assert all(not p.bundled for p in PAIR_PRESETS[1:])
+    assert first.fetched and not first.bundled
+    assert first.target == DEFAULT_TARGET == "smollm2-135m-instruct"
+    assert first.drafts[0] == DEFAULT_DRAFT
+
+
+def test_the_bundled_lab_family_comes_second():
+    lab = PAIR_PRESETS[1]
+    assert lab.bundled and (lab.target, lab.drafts[0]) == (LAB_TARGET, LAB_DRAFT) == ("lab-target", "lab-draft-distilled")
+    assert all(not p.bundled and not p.fetched for p in PAIR_PRESETS[2:])
+
+
+def test_prompt_lookup_drafts_for_every_offline_preset():
+    assert all("prompt-lookup" in p.drafts for p in PAIR_PRESETS[:2])
 
 
 def test_every_preset_is_complete():
@@ -72,6 +81,6 @@ def test_all_choices_bundled_first_without_duplicates():
     bundled = bundled_model_names()
     assert choices[:len(bundled)] == bundled
     assert len(choices) == len(set(choices))
-    for preset in PAIR_PRESETS[1:]:
+    for preset in PAIR_PRESETS:
         assert preset.target in choices
         assert all(d in choices for d in preset.drafts)

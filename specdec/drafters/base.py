@@ -1,0 +1,93 @@
+"""The drafter interface: anything that proposes tokens for the target to verify.
+
+Vocabulary, fixed here and used everywhere (engine, events, UI, docs):
+  drafted   the tokens a drafter proposed in one step (up to K; 0 means a plain target step)
+  q         the drafter's proposal distribution for each drafted token, over the target's vocabulary;
+            a deterministic proposer (prompt lookup, re-tokenised text) has a one-hot q
+  accepted  drafted tokens the verifier kept (verify.py holds the rule)
+
+Protocol of one generation, driven by decoding.Generation, with seq = prompt + emitted tokens:
+  start(prompt_ids, max_length)  once, before the first step
+  observe(hidden)                only when reads_target_hidden: the target's final-norm hidden states of
+                                 newly confirmed positions, in order, so that after each call the drafter
+                                 has seen positions 0 .. len(seq) - 2 (hidden[i] predicts token i + 1)
+  propose(seq, k, context)       up to k tokens continuing seq, with their q rows
+  rollback(keep)                 forget any own state for positions >= keep (keep = len(seq) - 1 after a step)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+
+
+@dataclass
+class ProposalContext:
+    sampling: bool  # False: greedy; q rows are then softmax(raw logits), for the inspector only
+    warpers: object  # transformers LogitsProcessorList, the same warping p gets
+    generator: Optional[torch.Generator]
+    stop_below: Optional[float] = None  # confidence schedule: stop once the top draft probability < this
+
+
+@dataclass
+class Proposal:
+    ids: list[int] = field(default_factory=list)
+    q: Optional[torch.Tensor] = None  # [len(ids), V] float32 probabilities (None when ids is empty)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+class Drafter:
+    """Base class with the bookkeeping every drafter shares; subclasses override what they need."""
+
+    name: str = "drafter"
+    family: str = "other"  # "draft model" | "prompt lookup" | "early exit" | "medusa" | "eagle" | "re-tokenised"
+    description: str = ""  # one line: what it reads from the target, what it costs
+    reads_target_hidden: bool = False
+    greedy_only: bool = False  # True where sampling would not be exact (the engine refuses it)
+
+    def __init__(self, vocab_limit: int):
+        self.vocab_limit = vocab_limit  # q rows span ids 0 .. vocab_limit - 1, as the target's p rows
+        self.runner = None  # a drafter that drafts through a model runner sets it; counters come from it
+        self.own_forward_calls = 0  # otherwise a drafter counts its network forwards here
+        self.own_forward_time_s = 0.0  # and the time inside them
+
+    @property
+    def forward_calls(self) -> int:
+        """Drafting forwards through a network (0 for lookups)."""
+        return self.runner.forward_calls if self.runner is not None else self.own_forward_calls
+
+    @property
+    def forward_time_s(self) -> float:
+        """Time inside those forwards."""
+        return self.runner.forward_time_s if self.runner is not None else self.own_forward_time_s
+
+    def start(self, prompt_ids: list[int], max_length: int) -> None:
+        pass
+
+    def observe(self, hidden: torch.Tensor) -> None:  # hidden: [m, d]
+        pass
+
+    def propose(self, seq: list[int], k: int, context: ProposalContext) -> Proposal:
+        raise NotImplementedError
+
+    def rollback(self, keep: int) -> None:
+        pass
+
+    def param_bytes(self) -> int:
+        """Parameter bytes this drafter adds on top of the target (shared tensors not counted)."""
+        return 0
+
+    def state_bytes(self) -> int:
+        """Bytes of per-sequence state (KV caches, features) currently allocated."""
+        return self.runner.kv_bytes() if self.runner is not None else 0
+
+
+def one_hot_rows(ids: list[int], vocab_limit: int, device) -> torch.Tensor:
+    """[len(ids), V] one-hot q rows of a deterministic proposer."""
+    rows = torch.zeros(len(ids), vocab_limit, device=device)
+    if ids:
+        rows[torch.arange(len(ids), device=device), torch.tensor(ids, device=device)] = 1.0
+    return rows

@@ -1,0 +1,47 @@
+"""Prompt lookup: propose the tokens that followed the last n-gram's earliest earlier occurrence
+in prompt + output (as transformers' `prompt_lookup_num_tokens`, vLLM's `ngram`).
+
+q is one-hot at each proposed token, so the general verification rule gives: accept d with
+probability p(d); on rejection draw from p with d removed, renormalised. Exact under sampling.
+"""
+from __future__ import annotations
+
+from .base import Drafter, Proposal, ProposalContext, one_hot_rows
+from .registry import DrafterSpec, register
+
+DEFAULT_MAX_NGRAM = 2  # transformers' max_matching_ngram_size default
+
+
+def find_continuation(seq: list[int], k: int, max_ngram: int = DEFAULT_MAX_NGRAM) -> list[int]:
+    """The first (leftmost) earlier match of the longest suffix n-gram (n = max_ngram .. 1) that has a
+    non-empty continuation; up to k tokens of that continuation. [] when nothing matches."""
+    length = len(seq)
+    for n in range(min(max_ngram, length - 1), 0, -1):
+        suffix = seq[-n:]
+        for start in range(0, length - n):
+            if seq[start : start + n] == suffix:
+                return seq[start + n : min(start + n + k, length)]
+    return []
+
+
+class PromptLookupDrafter(Drafter):
+    name = "prompt-lookup"
+    family = "prompt lookup"
+    description = ("copies what followed the last 2 tokens earlier in the prompt or output: no network, "
+                   "no memory, wins when the answer repeats its input (rewrites, edits, code)")
+
+    def __init__(self, vocab_limit: int, device, max_ngram: int = DEFAULT_MAX_NGRAM):
+        super().__init__(vocab_limit)
+        self.device, self.max_ngram = device, max_ngram
+
+    def propose(self, seq: list[int], k: int, context: ProposalContext) -> Proposal:
+        ids = find_continuation(seq, k, self.max_ngram)
+        return Proposal(ids, one_hot_rows(ids, self.vocab_limit, self.device) if ids else None)
+
+
+def _build(target, load_model) -> PromptLookupDrafter:
+    return PromptLookupDrafter(target.real_vocab_size, target.device)
+
+
+register(DrafterSpec(name=PromptLookupDrafter.name, family=PromptLookupDrafter.family,
+                     description=PromptLookupDrafter.description, build=_build))
