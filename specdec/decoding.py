@@ -142,14 +142,14 @@ class Generation:
         )
         if stop_reason is None:
             rollback(target, self.drafter, len(seq), verdict.num_accepted)
-        top_p = top_tokens(self.target, p, self.top_n)  # one top-n per target row, drafts and final alike
+        target_top = top_tokens(self.target, p, self.top_n)  # one top-n per target row, drafts and final alike
         final = None
         if len(emitted) > verdict.num_accepted:
             kind = "target" if not draft_ids else verdict.next_kind
-            final = final_token(self.target, verdict, p, top_p[verdict.num_accepted], kind, self.sampling, self.top_n)
+            final = final_token(self.target, verdict, p, target_top[verdict.num_accepted], kind, self.sampling, self.top_n)
         event = build_event(
             model=self.target, index=index, sampling=self.sampling, draft_ids=draft_ids, p=p, q=q,
-            verdict=verdict, top_p=top_p, final=final, emitted=emitted, times=(t1 - t0, t2 - t1, 0.0),
+            verdict=verdict, target_top=target_top, final=final, emitted=emitted, times=(t1 - t0, t2 - t1, 0.0),
             stop_reason=stop_reason, top_n=self.top_n,
         )
         self.schedule.update(len(draft_ids), min(verdict.num_accepted + 1, len(draft_ids)), verdict.num_accepted,

@@ -56,8 +56,13 @@ class DraftToken:
     uniform: Optional[float]  # the U(0,1) draw compared with accept_prob (None: greedy, or not evaluated)
     accepted: bool
     evaluated: bool  # False for positions after the first rejection: discarded unchecked
-    top_p: list[TokenProb] = field(default_factory=list)  # target's top alternatives here
-    top_q: list[TokenProb] = field(default_factory=list)  # draft's top alternatives here
+    target_top: list[TokenProb] = field(default_factory=list)  # the target's most probable tokens here (p)
+    draft_top: list[TokenProb] = field(default_factory=list)  # the drafter's most probable tokens here (q)
+
+    @property
+    def fate(self) -> str:
+        """"accepted", "rejected" (the first evaluated mismatch) or "unchecked" (after a rejection)."""
+        return "accepted" if self.accepted else ("rejected" if self.evaluated else "unchecked")
 
 
 @dataclass
@@ -69,7 +74,7 @@ class FinalToken:
     kind: FinalKind
     position: int  # index within the step (== number of accepted draft tokens)
     p: float  # the target's probability of token_id at this position (warped; greedy: softmax of raw logits)
-    top_p: list[TokenProb] = field(default_factory=list)
+    target_top: list[TokenProb] = field(default_factory=list)  # the target's most probable tokens here
     # norm(max(0, p - q)) at the rejected position; only for "resampled" in sampling mode
     residual_top: Optional[list[TokenProb]] = None
 

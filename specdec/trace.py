@@ -21,13 +21,13 @@ def top_tokens(model, probs: torch.Tensor, n: int) -> list[list[TokenProb]]:
 
 
 def drafted_tokens(model, draft_ids: list[int], p: torch.Tensor, q: torch.Tensor, verdict: Verdict,
-                   top_p: list[list[TokenProb]], top_n: int):
+                   target_top: list[list[TokenProb]], top_n: int):
     k = len(draft_ids)
     if k == 0:
         return []
     ids = torch.tensor(draft_ids, device=p.device).unsqueeze(1)  # [k, 1]
     p_of, q_of = zip(*torch.cat((p[:k].gather(1, ids), q.gather(1, ids)), dim=1).tolist())  # one transfer
-    top_q = top_tokens(model, q, top_n)
+    draft_top = top_tokens(model, q, top_n)
     checked = min(verdict.num_accepted + 1, k)
     return [
         DraftToken(
@@ -40,14 +40,14 @@ def drafted_tokens(model, draft_ids: list[int], p: torch.Tensor, q: torch.Tensor
             uniform=verdict.uniforms[i],
             accepted=i < verdict.num_accepted,
             evaluated=i < checked,
-            top_p=top_p[i],
-            top_q=top_q[i],
+            target_top=target_top[i],
+            draft_top=draft_top[i],
         )
         for i, token in enumerate(draft_ids)
     ]
 
 
-def final_token(model, verdict: Verdict, p: torch.Tensor, top_p: list[TokenProb], kind: str, sampling: bool,
+def final_token(model, verdict: Verdict, p: torch.Tensor, target_top: list[TokenProb], kind: str, sampling: bool,
                 top_n: int) -> FinalToken:
     n = verdict.num_accepted
     residual = None
@@ -59,7 +59,7 @@ def final_token(model, verdict: Verdict, p: torch.Tensor, top_p: list[TokenProb]
         kind=kind,
         position=n,
         p=float(p[n, verdict.next_token]),
-        top_p=top_p,
+        target_top=target_top,
         residual_top=residual,
     )
 
@@ -73,7 +73,7 @@ def build_event(
     p: torch.Tensor,
     q: torch.Tensor,
     verdict: Verdict,
-    top_p: list[list[TokenProb]],
+    target_top: list[list[TokenProb]],
     final: Optional[FinalToken],
     emitted: list[int],
     times: tuple[float, float, float],
@@ -84,7 +84,7 @@ def build_event(
         index=index,
         mode="sampling" if sampling else "greedy",
         k=len(draft_ids),
-        drafted=drafted_tokens(model, draft_ids, p, q, verdict, top_p, top_n),
+        drafted=drafted_tokens(model, draft_ids, p, q, verdict, target_top, top_n),
         num_accepted=verdict.num_accepted,
         final=final,
         emitted_ids=emitted,

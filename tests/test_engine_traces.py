@@ -49,8 +49,8 @@ def test_greedy_trace_marks_acceptance_by_target_argmax(models):
     for event in generate(target, draft, PROMPT, SETTINGS[0]).events:
         for d in event.drafted[: event.num_accepted + 1]:
             assert d.evaluated and d.accept_prob == (1.0 if d.accepted else 0.0)
-            assert d.accepted == (d.top_p[0].token_id == d.token_id)
-        assert event.final.top_p[0].token_id == event.final.token_id
+            assert d.accepted == (d.target_top[0].token_id == d.token_id)
+        assert event.final.target_top[0].token_id == event.final.token_id
 
 
 def test_sampled_trace_records_the_uniform_draw_that_decided(models):

@@ -6,6 +6,7 @@ tokenizer differs from the target's.
 """
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -90,7 +91,5 @@ def _import_builtins() -> None:
         return
     _builtins_imported = True
     from . import prompt_lookup  # noqa: F401
-    try:
-        from .. import zoo  # noqa: F401  (the trained SmolLM2 drafters, when present)
-    except ImportError:
-        pass
+    if importlib.util.find_spec(f"{__package__.rsplit('.', 1)[0]}.zoo") is not None:
+        from .. import zoo  # noqa: F401  (the trained SmolLM2 drafters)
