@@ -8,11 +8,10 @@ from specdec.drafters.prompt_lookup import PromptLookupDrafter, find_continuatio
 from specdec.drafters.registry import load_drafter
 from specdec.drafters.retokenised import ReTokenisedDrafter
 from specdec.schedules import SCHEDULES
-from test_engine_greedy_identity import hf_greedy
-from tiny_models import build_model, perturbed_copy, save, tiny_config
+from test_engine_greedy_identity import hf_greedy, pair  # noqa: F401 (pair: the fixture, one per architecture)
+from tiny_models import build_model, save, tiny_config
 from tiny_tokenizers import WORDS, word_tokenizer
 
-ARCHS = ["llama", "gpt2", "qwen2"]
 REPEATING_PROMPT = [3, 17, 42, 8, 61, 3, 17, 42, 9, 5, 3, 17]
 NEW_TOKENS = 40
 
@@ -37,14 +36,6 @@ def test_prompt_lookup_proposes_nothing_without_an_earlier_match():
 def test_prompt_lookup_prefers_the_longer_ngram():
     # the 1-gram [7] first occurs before 1, the 2-gram [5, 7] before 2
     assert find_continuation([7, 1, 5, 7, 2, 9, 5, 7], 2) == [2, 9]
-
-
-@pytest.fixture(scope="module", params=ARCHS)
-def pair(request, tmp_path_factory):
-    folder = tmp_path_factory.mktemp(request.param)
-    target = build_model(tiny_config(request.param), seed=0)
-    draft = perturbed_copy(target, noise=0.3, seed=1)
-    return load_model(save(target, folder / "target")), load_model(save(draft, folder / "draft"))
 
 
 @pytest.mark.parametrize("k", [1, 3, 6])
