@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import functools
+import json
+import math
 import os
 import re
 import socket
@@ -15,7 +17,7 @@ from urllib.parse import urlparse
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from . import presets
+from . import fetch, presets
 from .backend import HFEagerRunner
 from .static_runner import StaticLlamaRunner, supports_static
 from .errors import (
@@ -71,11 +73,11 @@ class LoadedModel:
             return "hf-eager"
         return "static"
 
-    def new_runner(self, vocab_limit: int, max_length: int):
-        """A fresh KV cache for one sequence of at most max_length positions."""
+    def new_runner(self, vocab_limit: int, max_length: int, keep_hidden: bool = False):
+        """A fresh KV cache for one sequence of at most max_length positions (keep_hidden: see backend.py)."""
         if self.runner_kind == "static":
-            return StaticLlamaRunner(self.model, vocab_limit, max_length)
-        return HFEagerRunner(self.model, vocab_limit)
+            return StaticLlamaRunner(self.model, vocab_limit, max_length, keep_hidden)
+        return HFEagerRunner(self.model, vocab_limit, keep_hidden)
 
     def encode(self, text: str) -> list[int]:
         if self.tokenizer is None:
@@ -112,12 +114,57 @@ def resolve_device(device: str = "auto") -> torch.device:
     return resolved
 
 
-def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
+BF16_MIN_PARAMS = 50_000_000  # chosen, not a measured crossover: small models stay float32 (docs/models.md)
+BF16_CPU_FLAGS = {"avx512_bf16", "amx_bf16"}  # x86 instructions that compute bf16 natively
+
+
+def resolve_dtype(dtype: str, device: torch.device, source: str | None = None) -> torch.dtype:
+    """`auto`: bfloat16 on CUDA; on a CPU, bfloat16 only when it computes bf16 natively and the model
+    (source: folder or hub id) has at least BF16_MIN_PARAMS parameters, else float32."""
     if dtype == "auto":
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
+        if device.type == "cuda":
+            return torch.bfloat16
+        if device.type == "cpu" and cpu_has_native_bf16() and is_large_model(source):
+            return torch.bfloat16
+        return torch.float32
     if dtype not in DTYPES:
         raise ModelLoadError(f"Unknown dtype {dtype!r}: use auto, {', '.join(DTYPES)}")
     return DTYPES[dtype]
+
+
+@functools.cache
+def cpu_has_native_bf16() -> bool:
+    """From /proc/cpuinfo's flags (Linux); elsewhere False, so auto stays float32."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return bool(BF16_CPU_FLAGS & set(flags))
+
+
+def is_large_model(source: str | None) -> bool:
+    """A local folder is measured from its safetensors headers; a hub id (size unknown before the
+    download) counts as large: every online preset has 70M parameters or more."""
+    if source is None:
+        return False
+    if not os.path.isdir(source):
+        return True
+    try:
+        return parameter_count(source) >= BF16_MIN_PARAMS
+    except (OSError, ValueError, KeyError, TypeError):  # unreadable headers: the loader will say why
+        return False
+
+
+def parameter_count(folder: str) -> int:
+    """Parameters in a folder's *.safetensors, read from their JSON headers (no weights are read)."""
+    total = 0
+    for entry in sorted(os.listdir(folder)):
+        if entry.endswith(".safetensors"):
+            with open(os.path.join(folder, entry), "rb") as weights:
+                header = json.loads(weights.read(int.from_bytes(weights.read(8), "little")))
+            total += sum(math.prod(t["shape"]) for key, t in header.items() if key != "__metadata__")
+    return total
 
 
 def load_model(
@@ -133,9 +180,9 @@ def load_model(
     name = (name_or_path or "").strip()
     if not name:
         raise ModelLoadError("No model name given")
-    source, is_local = locate(name, allow_local_paths)
+    source, is_local = locate(name, allow_local_paths, progress)
     torch_device = resolve_device(device)
-    torch_dtype = resolve_dtype(dtype, torch_device)
+    torch_dtype = resolve_dtype(dtype, torch_device, source)
     key = (source, str(torch_device), torch_dtype, trust_remote_code)
     with _cache_lock:
         if key in _cache:
@@ -145,10 +192,14 @@ def load_model(
         return loaded
 
 
-def locate(name: str, allow_local_paths: bool) -> tuple[str, bool]:
-    """(folder or hub id, is_local). Bundled models are always allowed."""
+def locate(name: str, allow_local_paths: bool, progress: Progress = None) -> tuple[str, bool]:
+    """(folder or hub id, is_local). Bundled and fetchable models are always allowed; a fetchable one
+    may be downloaded and converted here (fetch.ensure_model), reporting through progress."""
     if presets.is_bundled(name):
         return presets.resolve_model(name), True
+    if fetch.is_fetchable(name):
+        source = fetch.ensure_model(name, progress)
+        return source, os.path.isdir(source)
     if name.startswith(("/", "./", "../", "~")) or os.path.isdir(os.path.expanduser(name)):
         if not allow_local_paths:
             raise LocalPathsDisabledError(
