@@ -2,26 +2,28 @@
 import pytest
 
 from specdec import presets
+from specdec.measurement import Policy
 from specdec.ui.callbacks import Lab
 from specdec.ui.session import Session
 
 ARGS = dict(prompt="The os module provides a portable way of using", clean_whitespace=True,
-            target=presets.DEFAULT_TARGET, draft=presets.DEFAULT_DRAFT, target_custom="", draft_custom="",
+            target=presets.LAB_TARGET, draft=presets.LAB_DRAFT, target_custom="", draft_custom="",
             k=4, temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=24, seed=2)
 
 
 @pytest.fixture(scope="module")
 def session_after_run():
     session = Session()
-    updates = list(Lab(token_interval_s=0.0).generate(session, **ARGS))
+    updates = list(Lab(token_interval_s=0.0, policy=Policy(min_repeats=3, budget_s=1.0)).generate(session, **ARGS))
     return session, updates
 
 
 def test_a_sampled_run_streams_coloured_tokens_and_ends_with_a_measured_speedup(session_after_run):
     session, updates = session_after_run
     assert any('class="tok tok-' in u.get("tokens", "") for u in updates[:-1])
-    assert not updates[-1]["error"] and "baseline measured" in updates[-1]["cards"]
+    assert "95% interval" in updates[-1]["cards"] or "a 95% interval needs" in updates[-1]["cards"]
     assert session.last_run.baseline.draft_name is None
+    assert session.last_run.baseline.metrics.new_tokens == session.last_run.measured.metrics.new_tokens
 
 
 def test_the_inspector_explains_a_real_step(session_after_run):

@@ -18,7 +18,7 @@ def make_draft(position: int, text: str, accepted: bool | None, mode: str = "sam
     return DraftToken(position=position, token_id=tid, text=text, q=0.5, p=0.4 if accepted else 0.1,
                       accept_prob=0.8 if accepted else 0.2, uniform=uniform,
                       accepted=bool(accepted), evaluated=evaluated,
-                      top_p=[tp(tid, text, 0.4), tp(7, "x", 0.3)], top_q=[tp(tid, text, 0.5), tp(8, "y", 0.2)])
+                      target_top=[tp(tid, text, 0.4), tp(7, "x", 0.3)], draft_top=[tp(tid, text, 0.5), tp(8, "y", 0.2)])
 
 
 def make_step(index: int, drafted=(), final=("!", "bonus"), mode: str = "sampling",
@@ -32,7 +32,7 @@ def make_step(index: int, drafted=(), final=("!", "bonus"), mode: str = "samplin
     if final is not None:
         residual = [tp(9, final[0], 0.6)] if final[1] == "resampled" and mode == "sampling" else None
         fin = FinalToken(token_id=9, text=final[0], kind=final[1], position=num_accepted, p=0.6,
-                         top_p=[tp(9, final[0], 0.6), tp(7, "x", 0.2)], residual_top=residual)
+                         target_top=[tp(9, final[0], 0.6), tp(7, "x", 0.2)], residual_top=residual)
     emitted = [d.token_id for d in drafts[:num_accepted]] + ([fin.token_id] if fin else [])
     text = "".join(d.text for d in drafts[:num_accepted]) + (fin.text if fin else "")
     return StepEvent(index=index, mode=mode, k=len(drafts), drafted=drafts, num_accepted=num_accepted,
@@ -152,6 +152,14 @@ class FakeEngine:
     def check_compatible(self, target, draft):
         if "incompatible" in draft.name:
             raise IncompatibleModelsError(f"{draft.name} and {target.name} use different tokenizers.")
+
+    def load_drafter(self, name, target, load_model=None, progress=None):
+        draft = (load_model or self.load_model)(name, progress=progress)
+        self.check_compatible(target, draft)
+        return draft
+
+    def encode_prompt(self, model, text, chat=True):
+        return model.encode(text)
 
     def Generation(self, target, draft, ids, settings):  # noqa: N802 (mirrors the engine's class)
         gen = FakeGeneration(target, draft, ids, settings)

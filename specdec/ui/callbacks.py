@@ -12,14 +12,16 @@ from functools import partial
 import gradio as gr
 
 from specdec.events import DecodeSettings
+from specdec.measurement import INTERACTIVE, SWEEP, Policy, cached, measure_speedup
 from specdec.prompt_clean import clean_prompt
-from specdec.sweep import baseline_key, remember
+from specdec.sweep import remember
 from specdec.theory import compute_stats, result_stats
 
 from . import inspector
-from .cards import render_cards, theory_note
-from .models import describe_error, load_models, pick_name
-from .plots import run_figures
+from .cards import alpha_note, render_cards, theory_note
+from .models import describe_error, load_target_and_drafts, pick_name
+from .names import explain_unknown_names
+from .plots import run_figures, throughput_figure
 from .render import render_error, render_status, render_tokens
 from .session import RunView, Session
 from .tables import export_trace, steps_dataframe
@@ -51,13 +53,13 @@ class Prepared:
         return self.drafts[0]
 
 
-def make_settings(k, temperature, top_p, top_k, max_new_tokens, seed) -> DecodeSettings:
+def make_settings(k, temperature, top_p, top_k, max_new_tokens, seed, k_schedule="constant") -> DecodeSettings:
     """Slider values -> DecodeSettings; top-p 1 and top-k 0 switch those warpers off."""
     top_p = None if top_p is None or float(top_p) >= 1.0 else float(top_p)
     top_k = None if not top_k or int(top_k) <= 0 else int(top_k)
     seed = None if seed is None or seed == "" else int(seed)
     return DecodeSettings(max_new_tokens=int(max_new_tokens), k=int(k), temperature=float(temperature),
-                          top_k=top_k, top_p=top_p, seed=seed)
+                          top_k=top_k, top_p=top_p, seed=seed, k_schedule=str(k_schedule or "constant"))
 
 
 def error_update(exc: BaseException) -> dict:
@@ -71,19 +73,22 @@ class Lab:
     """Callbacks bound to an engine (the `specdec` package, or a fake in tests)."""
 
     def __init__(self, engine=None, *, device: str = "auto", allow_local_paths: bool = True,
-                 token_interval_s: float = 0.02, heavy_interval_s: float = 0.25, settle_s: float = 0.2):
+                 token_interval_s: float = 0.02, heavy_interval_s: float = 0.25, settle_s: float = 0.3,
+                 policy: Policy = INTERACTIVE, sweep_policy: Policy = SWEEP):
         if engine is None:
             import specdec as engine
         self.engine = engine
-        self.load = partial(engine.load_model, device=device, dtype="auto", trust_remote_code=False,
-                            allow_local_paths=allow_local_paths)
+        self.load = explain_unknown_names(partial(engine.load_model, device=device, dtype="auto",
+                                                  trust_remote_code=False, allow_local_paths=allow_local_paths))
         self.token_interval_s, self.heavy_interval_s = token_interval_s, heavy_interval_s
-        self.settle_s = settle_s  # pause before a timed run that follows a UI update
+        self.settle_s = settle_s  # pause before timed runs that follow a heavy UI update
+        self.policy, self.sweep_policy = policy, sweep_policy  # when a measurement has repeated enough
 
     # --- shared preparation ---------------------------------------------------------------------
-    def prepare(self, prompt, clean, target_name: str, draft_names: list[str]):
-        """Generator: validates and cleans the prompt, loads the models with progress, checks each
-        draft against the target, tokenises; returns a Prepared."""
+    def prepare(self, prompt, clean, target_name: str, draft_names: list[str], chat: bool = True):
+        """Generator: validates and cleans the prompt, loads the target and its drafters with progress
+        (a draft model must share the target's tokenizer or becomes a re-tokenised drafter), tokenises
+        (in the target's chat template when `chat` and it has one); returns a Prepared."""
         if not (prompt or "").strip():
             raise ValueError("The prompt is empty: type something (or pick an example) first.")
         text, note = prompt, ""
@@ -92,50 +97,66 @@ class Lab:
             text, note = cleaned.text, f"Whitespace clean-up: {cleaned.summary()}."
         yield {"cleanup": note, "status": render_status("Loading models…")}
         if not target_name or not draft_names or not all(draft_names):
-            raise ValueError("Choose a target and a draft model (a preset, or a name or path).")
-        models = yield from relay(load_models(self.load, [target_name, *draft_names]),
+            raise ValueError("Choose a target and a draft (a preset, or a name or path).")
+        models = yield from relay(load_target_and_drafts(self.load, self.engine.load_drafter, target_name,
+                                                         draft_names),
                                   lambda message: {"status": render_status(message)})
         target, drafts = models[0], models[1:]
-        for draft in drafts:
-            self.engine.check_compatible(target, draft)
-        ids = target.encode(text)
+        ids = self.engine.encode_prompt(target, text, chat)
         if not ids:
             raise ValueError("The prompt is empty after tokenisation.")
         return Prepared(text, target, drafts, ids)
 
-    def prepare_pair(self, prompt, clean, target, draft, target_custom, draft_custom):
+    def prepare_pair(self, prompt, clean, target, draft, target_custom, draft_custom, chat=True):
         return (yield from self.prepare(prompt, clean, pick_name(target, target_custom),
-                                        [pick_name(draft, draft_custom)]))
+                                        [pick_name(draft, draft_custom)], chat=chat is not False))
 
-    def measure_baseline(self, session: Session, prep: Prepared, settings: DecodeSettings, view: RunView):
-        """Generator returning the target-only RunResult for this configuration, measured once per
-        session and then cached. Only a light update goes out first, and the browser gets `settle_s`
-        to draw it, so rendering on a shared machine does not slow the measurement."""
-        key = baseline_key(prep.target.name, prep.ids, settings)
-        if key not in session.baselines:
-            yield {"status": render_status("Measuring the target-only baseline (same prompt & settings)…"),
-                   "tokens": render_tokens(view.events, view.prompt),
-                   "cards": render_cards(result_stats(view.result), baseline_note="measuring target-only baseline…")}
-            time.sleep(self.settle_s)
-            remember(session.baselines, key, self.engine.generate(prep.target, None, prep.ids, settings))
-        return session.baselines[key]
+    def measure(self, session: Session, prep: Prepared, settings: DecodeSettings):
+        """Generator of speedup Estimates for this configuration (specdec.measurement): a first figure
+        after one timed pair, then tighter ones; reused from the session's cache when already measured,
+        so Generate and Race show the same figure. Stop ends it after the current run."""
+        yield from measure_speedup(self.engine, prep.target, prep.draft, prep.ids, settings,
+                                   cache=session.measurements, policy=self.policy,
+                                   should_stop=lambda: session.stop_requested, remember=remember)
+
+    def measured_runs(self, session: Session, prep: Prepared, settings: DecodeSettings):
+        """The latest timed pair's (speculative, target-only) RunResults, or (None, None)."""
+        m = cached(session.measurements, prep.target, prep.draft, prep.ids, settings)
+        return (m.lead_result, m.follow_result) if m is not None else (None, None)
 
     # --- Generate -------------------------------------------------------------------------------
     def generate(self, session: Session, prompt, clean_whitespace, target, draft, target_custom,
-                 draft_custom, k, temperature, top_p, top_k, max_new_tokens, seed):
+                 draft_custom, k, temperature, top_p, top_k, max_new_tokens, seed, k_schedule="constant",
+                 chat=True):
         with session.timed_run():
             try:
-                settings = make_settings(k, temperature, top_p, top_k, max_new_tokens, seed)
+                settings = make_settings(k, temperature, top_p, top_k, max_new_tokens, seed, k_schedule)
                 prep = yield from self.prepare_pair(prompt, clean_whitespace, target, draft, target_custom,
-                                                    draft_custom)
+                                                    draft_custom, chat)
                 view = yield from self.stream_run(session, prep, settings)
                 if view.stopped:
                     yield self.finish_view(view, status="Stopped: no speedup is measured for a partial run.")
                     return
-                view.baseline = yield from self.measure_baseline(session, prep, settings, view)
-                yield self.finish_view(view, status="Done.")
+                yield self.finish_view(view, note="measuring…",
+                                       status="Measuring the speedup: timed repeats of both decoders…")
+                time.sleep(self.settle_s)  # let the browser draw the plots before the timing starts
+                yield from self.measure_view(session, prep, settings, view)
             except Exception as exc:  # noqa: BLE001 (every failure becomes a visible message)
                 yield error_update(exc)
+
+    def measure_view(self, session: Session, prep: Prepared, settings: DecodeSettings, view: RunView):
+        """Generator: the speedup card tightens after every timed pair; the last update is complete (an
+        API client gets only that one), with the throughput plot of the latest timed pair and the exports
+        (with the measurement)."""
+        for view.estimate in self.measure(session, prep, settings):
+            if not view.estimate.final:
+                yield {"cards": self.view_cards(view), "status": render_status(measuring_status(view.estimate))}
+        view.measured, view.baseline = self.measured_runs(session, prep, settings)
+        view.exports = export_trace(view.result, measurement=view.estimate, baseline=view.baseline)
+        update = self.finish_view(view, status=final_status(view.estimate))  # complete: the API's final value
+        if view.baseline is not None:
+            update["plot_throughput"] = throughput_figure(view.measured, view.baseline)
+        yield update
 
     def stream_run(self, session: Session, prep: Prepared, settings: DecodeSettings):
         """Generator: one token update per step (capped at 1/token_interval_s per second)."""
@@ -157,17 +178,18 @@ class Lab:
         session.last_run = RunView(prep.text, events, gen.result(), stopped=session.stop_requested)
         return session.last_run
 
-    def finish_view(self, view: RunView, baseline_note: str = "", status: str = "") -> dict:
+    def view_cards(self, view: RunView, note: str = "") -> str:
+        return render_cards(result_stats(view.result), view.estimate, view.result.metrics.memory, note,
+                            theory_note(view.events, view.result.settings.max_new_tokens), alpha_note(view.events))
+
+    def finish_view(self, view: RunView, note: str = "", status: str = "") -> dict:
         """Everything about a finished (or stopped) run: tokens, cards, plots, steps table, exports."""
-        memory = view.result.metrics.memory
-        baseline = result_stats(view.baseline) if view.baseline is not None else None
         if not view.exports:
             view.exports = export_trace(view.result)
         return {
             "tokens": render_tokens(view.events, view.prompt, empty_note="(no tokens)"),
-            "cards": render_cards(result_stats(view.result), baseline, memory, baseline_note,
-                                  theory_note(view.events)),
-            **run_figures(view.events, view.result, view.baseline, memory),
+            "cards": self.view_cards(view, note),
+            **run_figures(view.events, view.result, view.baseline, view.result.metrics.memory),
             "steps_table": steps_dataframe(view.events),
             "exports": view.exports,
             "status": render_status(status or "Run finished."),
@@ -219,6 +241,19 @@ class Lab:
         """A click on a token in the output opens the inspector on it."""
         step, position = evt.index if isinstance(evt.index, (list, tuple)) else (evt.index, None)
         return {**self.show_step(session, step, position), "inspector_box": gr.update(open=True)}
+
+
+def measuring_status(est) -> str:
+    return (f"Measuring the speedup: {est.describe()} so far (timed repeats of both decoders, apart from "
+            f"the streamed run; Stop ends them)…")
+
+
+def final_status(est) -> str:
+    if est is None or est.repeats == 0:
+        return "Stopped before the first timed repeat: no speedup measured."
+    if est.state == "stopped":
+        return f"Stopped the measurement: {est.describe()}."
+    return f"Done. Speedup {est.describe()} (timed repeats of {est.new_tokens} tokens, apart from the streamed run)."
 
 
 def relay(messages, wrap):

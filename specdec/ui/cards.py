@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from html import escape
 
-from specdec.theory import RunStats, expected_tokens_per_forward, measured_alpha, measured_speedup
+from specdec.measurement import pairs_for_interval
+from specdec.sweep import THEORY_MIN_SHARE
+from specdec.theory import RunStats, draft_capacity, expected_tokens_per_forward, measured_alpha
 
 
 def format_bytes(n: int | None) -> str:
@@ -21,12 +23,34 @@ def _card(label: str, value: str, sub: str = "", key: str = "") -> str:
             f'<div class="value">{escape(value)}</div><div class="sub">{escape(sub)}</div></div>')
 
 
-def _speedup_card(stats: RunStats, baseline: RunStats | None, baseline_note: str) -> str:
-    ratio = measured_speedup(stats, baseline)
-    if ratio is None:
-        return _card("Speedup vs target-only", "…" if baseline_note else "–", baseline_note, "speedup")
-    sub = f"baseline measured: {baseline.tokens_per_s:.1f} tok/s, same prompt & settings"
-    return _card("Speedup vs target-only", f"{ratio:.2f}×", sub, "speedup")
+def speedup_text(est) -> str:
+    """The speedup card's sub-line: interval or range, repeats, verdict and what was timed."""
+    if est.has_interval:
+        head = f"{est.confidence:.0%} interval {est.low:.2f}–{est.high:.2f} · {est.repeats} repeats"
+    else:
+        spread = f"range {est.smallest:.2f}–{est.largest:.2f} · " if est.repeats > 1 else ""
+        head = (f"{spread}{est.repeats} repeat{'s' if est.repeats != 1 else ''}; a {est.confidence:.0%} interval "
+                f"needs {pairs_for_interval(est.confidence)}")
+    state = {"measuring": " · measuring…", "stopped": " · stopped"}.get(est.state, "")
+    return f"{head}{state} · {est.new_tokens} tokens per timed run, timed apart from the streamed run"
+
+
+def verdict_text(est) -> str:
+    if est is None or est.ratio is None:
+        return ""
+    if est.verdict is None:
+        return "too few repeats for a verdict" if est.final else "first estimate"
+    return est.verdict
+
+
+def _speedup_card(est, note: str) -> str:
+    label = "Speedup vs target-only (measured)"
+    if est is None or est.ratio is None:
+        return _card(label, "…" if note else "–", note or "measured once the run ends", "speedup")
+    verdict = verdict_text(est)
+    return (f'<div class="card card-key" data-metric="speedup" data-verdict="{escape(est.verdict or "")}">'
+            f'<div class="label">{escape(label)}</div><div class="value">{est.ratio:.2f}×</div>'
+            f'<div class="verdict">{escape(verdict)}</div><div class="sub">{escape(speedup_text(est))}</div></div>')
 
 
 def _memory_card(memory) -> str:
@@ -40,28 +64,39 @@ def _memory_card(memory) -> str:
     return _card("Memory", format_bytes(weights + kv), sub, "memory")
 
 
-def theory_note(events) -> str:
-    """What (1 - a^(K+1)) / (1 - a) predicts for this run's K and its measured alpha."""
+def alpha_note(events) -> str:
+    """α (accepted / evaluated) next to the acceptance rate, labelled (the two differ)."""
+    alpha = measured_alpha(events)
+    return "" if alpha is None else f" · α (accepted / evaluated) = {alpha:.2f}"
+
+
+def theory_note(events, max_new_tokens: int | None = None) -> str:
+    """What E = (1 - α^(K+1)) / (1 - α) predicts for this run's K and its measured α; nothing where the
+    drafter proposed far fewer than K tokens a step (the formula assumes K every step)."""
     alpha, k = measured_alpha(events), max((e.k for e in events), default=0)
     if alpha is None or k == 0:
         return ""
-    return f" · theory {expected_tokens_per_forward(alpha, k):.2f} at measured α={alpha:.2f}, K={k}"
+    capacity = draft_capacity(events, k, max_new_tokens) if max_new_tokens else 0
+    if capacity and sum(len(e.drafted) for e in events) / capacity < THEORY_MIN_SHARE:
+        return " · the drafter proposed fewer than K tokens in many steps: no i.i.d. theory"
+    expected = expected_tokens_per_forward(alpha, k)
+    return f" · theory E = {expected:.2f} at α = {alpha:.2f} (accepted / evaluated), K = {k}"
 
 
-def render_cards(stats: RunStats, baseline: RunStats | None = None, memory=None,
-                 baseline_note: str = "", theory: str = "") -> str:
-    """Acceptance rate, tokens per target forward (with the theory's figure), tokens/s, measured
-    speedup, memory."""
+def render_cards(stats: RunStats, estimate=None, memory=None, note: str = "", theory: str = "",
+                 alpha: str = "") -> str:
+    """Acceptance rate (accepted / drafted, with α beside it), tokens per target forward (with the
+    theory's figure), tokens/s of the streamed run, the measured speedup (an Estimate), memory."""
     rate, per_fwd, tps = stats.acceptance_rate, stats.tokens_per_forward, stats.tokens_per_s
     cards = [
-        _card("Acceptance rate", "–" if rate is None else f"{rate:.0%}",
-              f"{stats.accepted} of {stats.drafted} drafted tokens", "acceptance"),
+        _card("Acceptance rate (accepted / drafted)", "–" if rate is None else f"{rate:.0%}",
+              f"{stats.accepted} of {stats.drafted} drafted tokens{alpha}", "acceptance"),
         _card("Tokens per target forward", "–" if per_fwd is None else f"{per_fwd:.2f}",
               f"{stats.new_tokens} tokens / {stats.target_forwards} forwards, bonus included{theory}",
               "tokens_per_forward"),
-        _card("Tokens / s", "–" if tps is None else f"{tps:.1f}",
+        _card("Tokens / s (this streamed run)", "–" if tps is None else f"{tps:.1f}",
               f"engine time {stats.engine_s:.2f} s", "tokens_per_s"),
-        _speedup_card(stats, baseline, baseline_note),
+        _speedup_card(estimate, note),
         _memory_card(memory),
     ]
     return f'<div class="cards">{"".join(cards)}</div>'

@@ -18,7 +18,7 @@ def _show(text: str) -> str:
 
 
 def _fate(d) -> str:
-    return "accepted" if d.accepted else ("rejected" if d.evaluated else "unchecked")
+    return d.fate
 
 
 def position_choices(event) -> list[tuple[str, str]]:
@@ -72,14 +72,25 @@ def inspect_figure(event, key: str) -> go.Figure:
         return style_figure(go.Figure(), "Pick a token to inspect", "", "probability")
     if key == "final":
         from_residual = bool(tok.residual_top)  # then tok.p is its probability under the residual
-        series = {"p(x): target": (tok.top_p, None if from_residual else tok.p)}
+        series = {"p(x): target": (tok.target_top, None if from_residual else tok.p)}
         if from_residual:
             series["norm(max(0, p − q)): residual"] = (tok.residual_top, tok.p)
         title = f"Step {event.index}, target token '{_show(tok.text)}' ({tok.kind})"
     else:
-        series = {"p(x): target": (tok.top_p, tok.p), "q(x): draft": (tok.top_q, tok.q)}
+        series = {"p(x): target": (tok.target_top, tok.p), "q(x): draft": (tok.draft_top, tok.q)}
         title = f"Step {event.index}, draft position {tok.position + 1}: '{_show(tok.text)}'"
-    return style_figure(_bars(tok.token_id, tok.text, series), title, "token (◀ = this one)", "probability")
+    return readable_ticks(style_figure(_bars(tok.token_id, tok.text, series), title, "token (◀ = this one)",
+                                       "probability", height=360))
+
+
+def readable_ticks(fig: go.Figure) -> go.Figure:
+    """Token labels fit below the bars: angled, with the bottom margin grown to hold them (automargin),
+    and the legend above the plot instead of over the labels."""
+    fig.update_xaxes(automargin=True, tickangle=-35, tickfont=dict(size=12))
+    fig.update_layout(margin=dict(l=55, r=15, t=70, b=30),
+                      legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
+                      title=dict(y=0.98, yanchor="top"))
+    return fig
 
 
 def _explain_draft(event, d) -> str:

@@ -11,13 +11,17 @@ import sys
 import threading
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
-from specdec import fetch, presets
+from specdec import fetch, loading, presets
+from specdec.errors import SpecDecError
+from specdec.limits import configure, describe
+from specdec.measurement import INTERACTIVE
 
 from .callbacks import Lab, make_settings
+from .deploy import add_limit_flags, apply_limits, public_deployment, resolve_limits, start_cleaner
 from .models import describe_error
 
 log = logging.getLogger(__name__)
@@ -31,23 +35,33 @@ def _flag(value: str | None, default: bool = False) -> bool:
 
 def parse_options(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> argparse.Namespace:
     """Flags win over SPECDEC_* variables; on a Hugging Face Space (SPACE_ID set) the defaults follow
-    Gradio's GRADIO_SERVER_NAME/PORT so the Space is reachable, and local model paths are refused."""
+    Gradio's GRADIO_SERVER_NAME/PORT so the Space is reachable. A public deployment (a Space, or
+    --public) refuses local model paths and gets the public limits (docs/deploy.md); `limits` holds them."""
     on_space = bool(env.get("SPACE_ID"))
     host = env.get("SPECDEC_HOST") or env.get("GRADIO_SERVER_NAME") or ("0.0.0.0" if on_space else "127.0.0.1")
-    port = int(env.get("SPECDEC_PORT") or env.get("GRADIO_SERVER_PORT") or 7860)
+    port = env.get("SPECDEC_PORT") or env.get("GRADIO_SERVER_PORT") or "7860"
     parser = argparse.ArgumentParser(prog="app.py", description="SpecDec Lab: the speculative decoding web app")
     parser.add_argument("--host", default=host, help=f"interface to bind (default {host}; env SPECDEC_HOST)")
     parser.add_argument("--port", type=int, default=port, help=f"port (default {port}; env SPECDEC_PORT)")
     parser.add_argument("--share", action=argparse.BooleanOptionalAction, default=_flag(env.get("SPECDEC_SHARE")),
                         help="create a public gradio.live link (env SPECDEC_SHARE=1)")
     parser.add_argument("--device", default=env.get("SPECDEC_DEVICE", "auto"), help="auto, cpu, cuda, mps…")
-    parser.add_argument("--allow-local-paths", action=argparse.BooleanOptionalAction,
-                        default=_flag(env.get("SPECDEC_ALLOW_LOCAL_PATHS"), default=not on_space),
-                        help="let users load models from folders on this machine (off on Spaces)")
+    parser.add_argument("--allow-local-paths", action=argparse.BooleanOptionalAction, default=None,
+                        help="let users load models from folders on this machine (off on a public deployment; "
+                             "env SPECDEC_ALLOW_LOCAL_PATHS)")
     parser.add_argument("--preload", action=argparse.BooleanOptionalAction,
                         default=_flag(env.get("SPECDEC_PRELOAD"), default=True),
                         help="load and warm up the default pair at start-up (fast first run)")
-    return parser.parse_args(argv)
+    add_limit_flags(parser)
+    options = parser.parse_args(argv)
+    public = public_deployment(options, env)
+    if options.allow_local_paths is None:
+        options.allow_local_paths = _flag(env.get("SPECDEC_ALLOW_LOCAL_PATHS"), default=not public)
+    try:
+        options.limits = resolve_limits(options, env)
+    except SpecDecError as exc:
+        parser.error(str(exc))
+    return options
 
 
 # --- preloading: fetch, load and warm up the default pair in the background -------------------------
@@ -152,12 +166,20 @@ def serve(options: argparse.Namespace, lab: Lab | None = None, block: bool = Tru
     """Builds the app and launches it; returns (demo, local URL) when block is False."""
     from .layout import LAUNCH_KWARGS, build_app
 
-    lab = lab or Lab(device=options.device, allow_local_paths=options.allow_local_paths)
+    limits = configure(options.limits)  # the callbacks' guard reads them (guard.py)
+    loading.set_cache_budget(limits.model_cache_gb)
+    log.info("limits: %s", describe(limits))
+    lab = lab or Lab(device=options.device, allow_local_paths=options.allow_local_paths,
+                     policy=replace(INTERACTIVE, max_repeats=limits.max_repeats))
     demo = build_app(lab)
+    extra = apply_limits(demo, limits)
+    start_cleaner()
     if options.preload:
         preload_in_background(lab)
+    else:
+        PRELOAD.done = True  # nothing to report in the status line
     _, url, _ = demo.launch(server_name=options.host, server_port=options.port, share=options.share,
-                            prevent_thread_lock=not block, quiet=not block, **LAUNCH_KWARGS)
+                            prevent_thread_lock=not block, quiet=not block, **LAUNCH_KWARGS, **extra)
     return demo, url
 
 

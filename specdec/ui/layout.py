@@ -7,16 +7,27 @@ from functools import partial, wraps
 import gradio as gr
 
 from specdec import presets
+from specdec.schedules import SCHEDULES
 
 from . import race as race_tab
 from . import sweep_view
 from .callbacks import Lab
+from .guard import guard_run
+from .launch import preload_update
+
 from .render import render_legend, render_tokens
 from .session import Session
 from .style import CSS, TOKEN_CLICK_JS
+from .sweep_view import SWEEP_TABLE_NOTE, TABLE_COLUMNS
+from .tables import STEP_COLUMNS, empty_table
 
 DEVICE = "device"  # every timed run shares this queue slot: measurements never overlap
-EXAMPLES = [  # prompt, K, temperature, seed, max new tokens
+EXAMPLES = [  # prompt, K, temperature, seed, max new tokens; the first three are chat prompts for SmolLM2
+    ["Explain photosynthesis in simple terms.", 4, 0.0, 0, 96],
+    ["Write a Python function that checks whether a string is a palindrome.", 4, 0.0, 0, 128],
+    ["Rewrite this paragraph in plain English, keeping its meaning:\n\nThe committee, having deliberated at "
+     "considerable length on the matter of the budget, ultimately resolved to approve the proposal, subject to "
+     "the condition that all expenditures be reported to the board on a quarterly basis.", 6, 0.0, 0, 96],
     ["def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n", 4, 0.0, 0, 64],
     ["import os\n\n\ndef list_python_files(folder):\n", 6, 0.0, 0, 64],
     ["The os module provides a portable way of using", 4, 0.7, 1, 64],
@@ -63,6 +74,8 @@ def on_gpu(fn, duration_s: int):
 
 def on(trigger, fn, inputs, outputs: dict, gpu_s: int | None = None, **kwargs):
     """Registers `fn` (a dict-returning callback) on `trigger`; gpu_s marks a timed run on the device."""
+    if gpu_s:
+        fn = guard_run(fn)  # deployment limits and the per-run time budget (guard.py)
     wrapped, components = bind(fn, outputs)
     if gpu_s:
         wrapped = on_gpu(wrapped, gpu_s)
@@ -74,7 +87,9 @@ def pick_preset(key: str) -> dict:
     preset = next((p for p in presets.PAIR_PRESETS if p.key == key), None)
     if preset is None:
         return {}
-    where = "Bundled: works offline." if preset.bundled else "Downloaded from the Hugging Face Hub on first use."
+    where = ("Bundled: works offline." if preset.bundled else
+             "Fetched once (without a model hub), offline afterwards." if preset.fetched else
+             "Downloaded from the Hugging Face Hub on first use.")
     return {"target": preset.target, "draft": preset.drafts[0], "sweep_drafts": list(preset.drafts),
             "preset_note": f"{preset.note} About {preset.approx_memory_gb:g} GB of weights. {where}"}
 
@@ -82,13 +97,15 @@ def pick_preset(key: str) -> dict:
 def _model_controls(c: dict) -> None:
     choices = presets.all_model_choices()
     drafts = [n for n in choices if n != presets.DEFAULT_TARGET]
-    c["preset"] = gr.Dropdown([(p.label, p.key) for p in presets.PAIR_PRESETS], value="lab", label="Pair preset")
+    c["preset"] = gr.Dropdown([(p.label, p.key) for p in presets.PAIR_PRESETS], value=presets.PAIR_PRESETS[0].key,
+                              label="Pair preset")
     c["preset_note"] = gr.Markdown(presets.PAIR_PRESETS[0].note)
     c["target"] = gr.Dropdown(choices, value=presets.DEFAULT_TARGET, label="Target", allow_custom_value=True)
     c["draft"] = gr.Dropdown(drafts, value=presets.DEFAULT_DRAFT, label="Draft", allow_custom_value=True)
     with gr.Accordion("Other model (name or path)", open=False):
-        c["target_custom"] = gr.Textbox(label="Target: Hub id or local folder", placeholder="overrides the dropdown")
-        c["draft_custom"] = gr.Textbox(label="Draft: Hub id or local folder", placeholder="overrides the dropdown")
+        c["target_custom"] = gr.Textbox("", label="Target: Hub id or local folder",
+                                        placeholder="overrides the dropdown")
+        c["draft_custom"] = gr.Textbox("", label="Draft: Hub id or local folder", placeholder="overrides the dropdown")
 
 
 def _decoding_controls(c: dict) -> None:
@@ -97,16 +114,22 @@ def _decoding_controls(c: dict) -> None:
     c["top_p"] = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p (1 = off)")
     c["top_k"] = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)")
     c["max_new_tokens"] = gr.Slider(1, 512, value=64, step=1, label="Max new tokens")
-    c["seed"] = gr.Number(value=0, precision=0, label="Seed")
+    c["seed"] = gr.Number(value=0, precision=0, minimum=0, maximum=2**32 - 1, label="Seed")
+    c["k_schedule"] = gr.Dropdown(list(SCHEDULES), value="constant", label="K schedule (K above is the largest)",
+                                  info="constant · heuristic (+2 / −1) · confidence (draft stops below 0.4) · "
+                                       "optimal (from measured α and costs)")
+    c["chat"] = gr.Checkbox(value=True, label="Chat format (wrap the prompt in the target's chat template)")
 
 
 def _prompt_controls(c: dict) -> None:
     c["prompt"] = gr.Textbox(label="Prompt", lines=4, value=EXAMPLES[0][0], elem_id="prompt")
     with gr.Row():
         c["clean"] = gr.Checkbox(value=True, label="Clean up whitespace in the prompt (collapse stray spaces/tabs)")
-        c["cleanup"] = gr.Markdown(elem_id="cleanup-note")
+        c["cleanup"] = gr.Markdown(elem_id="cleanup-note", label="Whitespace clean-up", show_label=False)
     gr.Examples(EXAMPLES, [c["prompt"], c["k"], c["temperature"], c["seed"], c["max_new_tokens"]],
-                label="Examples (code and prose, fixed seeds)", example_labels=[
+                label="Examples (fixed seeds; the chat ones are for SmolLM2, the others for the lab family)",
+                example_labels=["chat · explain (prose)", "chat · write a function (code)",
+                                "chat · rewrite (copying)",
                     "code · fibonacci · greedy", "code · os.walk · greedy K=6", "prose · T=0.7", "prose · T=1.0"])
 
 
@@ -114,12 +137,17 @@ def _generate_tab(c: dict) -> None:
     with gr.Row():
         c["run"] = gr.Button("Run", variant="primary", elem_id="run-btn", scale=2)
         c["stop"] = gr.Button("Stop", variant="stop", elem_id="stop-btn", scale=1)
-    c["status"] = gr.HTML(elem_id="gen-status", min_height=0)
-    c["error"] = gr.HTML(elem_id="gen-error", min_height=0)
+    c["status"] = gr.HTML(elem_id="gen-status", min_height=0, label="Status", show_label=False)
+    c["error"] = gr.HTML(elem_id="gen-error", min_height=0, label="Error", show_label=False)
     gr.HTML(render_legend())
     c["tokens"] = gr.HTML(render_tokens([], empty_note="Press Run: tokens appear here, step by step."),
-                          js_on_load=TOKEN_CLICK_JS, elem_id="tokens", max_height=460, autoscroll=True)
-    c["cards"] = gr.HTML(elem_id="cards")
+                          js_on_load=TOKEN_CLICK_JS, elem_id="tokens", max_height=460, autoscroll=True,
+                          label="Tokens (HTML, coloured by fate)", show_label=False)
+    c["cards"] = gr.HTML(elem_id="cards", label="Metric cards (HTML)", show_label=False)
+    gr.Markdown("The tokens above are one streamed run, for watching. The **speedup** comes from separate timed "
+                "repeats of speculative and target-only decoding over the same number of tokens, interleaved; it "
+                "shows the median with its 95% interval, or *no measurable difference* when the interval "
+                "contains 1.", elem_classes=["explain-note"])
     with gr.Accordion("Token inspector & step-through (click any token)", open=False,
                       elem_id="inspector") as c["inspector_box"]:
         with gr.Row():
@@ -133,12 +161,14 @@ def _generate_tab(c: dict) -> None:
             c["inspect_plot"] = gr.Plot(label="p(x) vs q(x)", elem_id="inspect-plot")
             c["inspect_details"] = gr.HTML(elem_id="inspect-details")
     with gr.Row():
-        c["plot_acceptance"] = gr.Plot(elem_id="plot-acceptance", show_label=False)
-        c["plot_lengths"] = gr.Plot(elem_id="plot-lengths", show_label=False)
+        c["plot_acceptance"] = gr.Plot(elem_id="plot-acceptance", show_label=False,
+                                       label="Acceptance by draft position")
+        c["plot_lengths"] = gr.Plot(elem_id="plot-lengths", show_label=False, label="Accepted length per step")
     with gr.Row():
-        c["plot_throughput"] = gr.Plot(elem_id="plot-throughput", show_label=False)
-        c["plot_memory"] = gr.Plot(elem_id="plot-memory", show_label=False)
-    c["steps_table"] = gr.Dataframe(label="Steps", wrap=True, max_height=300, elem_id="steps-table")
+        c["plot_throughput"] = gr.Plot(elem_id="plot-throughput", show_label=False, label="Tokens over time")
+        c["plot_memory"] = gr.Plot(elem_id="plot-memory", show_label=False, label="Memory")
+    c["steps_table"] = gr.Dataframe(empty_table(STEP_COLUMNS), label="Steps", wrap=True, max_height=300,
+                                    elem_id="steps-table", column_widths=STEP_WIDTHS)
     c["exports"] = gr.File(label="Full trace (CSV per token, JSON with everything)", file_count="multiple")
 
 
@@ -147,13 +177,13 @@ def _race_tab(c: dict) -> None:
                 "so the tokens/s you see are what each gets alone. Uses the models and settings on the left.")
     with gr.Row():
         c["race_run"] = gr.Button("Start race", variant="primary", elem_id="race-btn", scale=2)
-        c["race_stop"] = gr.Button("Stop", variant="stop", scale=1)
-    c["race_status"] = gr.HTML(min_height=0)
-    c["race_error"] = gr.HTML(min_height=0)
-    c["race_summary"] = gr.HTML(elem_id="race-summary")
+        c["race_stop"] = gr.Button("Stop", variant="stop", elem_id="race-stop", scale=1)
+    c["race_status"] = gr.HTML(min_height=0, elem_id="race-status", label="Status", show_label=False)
+    c["race_error"] = gr.HTML(min_height=0, elem_id="race-error", label="Error", show_label=False)
+    c["race_summary"] = gr.HTML(elem_id="race-summary", label="Race summary", show_label=False)
     with gr.Row(equal_height=True):
-        c["race_base"] = gr.HTML(elem_id="race-base")
-        c["race_spec"] = gr.HTML(elem_id="race-spec")
+        c["race_base"] = gr.HTML(elem_id="race-base", label="Target-only lane", show_label=False)
+        c["race_spec"] = gr.HTML(elem_id="race-spec", label="Speculative lane", show_label=False)
 
 
 def _sweep_tab(c: dict) -> None:
@@ -167,15 +197,18 @@ def _sweep_tab(c: dict) -> None:
                                        elem_id="sweep-tokens")
     with gr.Row():
         c["sweep_run"] = gr.Button("Run sweep", variant="primary", elem_id="sweep-btn", scale=2)
-        c["sweep_stop"] = gr.Button("Stop", variant="stop", scale=1)
-    c["sweep_status"] = gr.HTML(min_height=0)
-    c["sweep_error"] = gr.HTML(min_height=0)
-    c["sweep_best"] = gr.HTML(elem_id="sweep-best")
+        c["sweep_stop"] = gr.Button("Stop", variant="stop", elem_id="sweep-stop", scale=1)
+    c["sweep_status"] = gr.HTML(min_height=0, elem_id="sweep-status", label="Status", show_label=False)
+    c["sweep_error"] = gr.HTML(min_height=0, elem_id="sweep-error", label="Error", show_label=False)
+    c["sweep_best"] = gr.HTML(elem_id="sweep-best", label="Best K", show_label=False)
     with gr.Row():
-        c["sweep_speedup"] = gr.Plot(elem_id="sweep-speedup", show_label=False)
-        c["sweep_acceptance"] = gr.Plot(elem_id="sweep-acceptance", show_label=False)
-    c["sweep_heatmap"] = gr.Plot(elem_id="sweep-heatmap", show_label=False)
-    c["sweep_table"] = gr.Dataframe(label="Sweep (measured; theory with measured α and c)", max_height=300)
+        c["sweep_speedup"] = gr.Plot(elem_id="sweep-speedup", show_label=False, label="Speedup vs K")
+        c["sweep_acceptance"] = gr.Plot(elem_id="sweep-acceptance", show_label=False, label="Acceptance vs K")
+    c["sweep_heatmap"] = gr.Plot(elem_id="sweep-heatmap", show_label=False, label="Speedup heatmap")
+    c["sweep_table"] = gr.Dataframe(empty_table(list(TABLE_COLUMNS.values())), label="Sweep (measured; theory with "
+                                    "measured α, c and v(K))", max_height=300, elem_id="sweep-table",
+                                    column_widths=SWEEP_WIDTHS)
+    gr.Markdown(SWEEP_TABLE_NOTE, elem_classes=["explain-note"])
     c["sweep_export"] = gr.File(label="Sweep table (CSV)")
 
 
@@ -187,7 +220,7 @@ def pick(c: dict, *names: str, **renamed: str) -> dict:
 def _wire_generate(lab: Lab, c: dict, s) -> list:
     """Generate tab and inspector events; returns the shared settings inputs."""
     settings = [c[n] for n in ("prompt", "clean", "target", "draft", "target_custom", "draft_custom", "k",
-                               "temperature", "top_p", "top_k", "max_new_tokens", "seed")]
+                               "temperature", "top_p", "top_k", "max_new_tokens", "seed", "k_schedule", "chat")]
     inspect_out = pick(c, "inspect_step", "inspect_pos", "replay", "step_story", "inspect_plot", "inspect_details")
     run = on(c["run"].click, lab.generate, [s, *settings],
              pick(c, "status", "error", "cleanup", "tokens", "cards", "plot_acceptance", "plot_lengths",
@@ -213,9 +246,9 @@ def _wire_race_and_sweep(lab: Lab, c: dict, s, settings) -> None:
        show_progress_on=[c["race_base"], c["race_spec"]])
     on(c["sweep_run"].click, partial(sweep_view.sweep, lab),
        [s, c["prompt"], c["clean"], c["target"], c["target_custom"], c["sweep_drafts"], c["sweep_ks"],
-        c["sweep_temps"], c["sweep_tokens"], c["seed"], c["top_p"], c["top_k"]],
+        c["sweep_temps"], c["sweep_tokens"], c["seed"], c["top_p"], c["top_k"], c["chat"], c["k_schedule"]],
        pick(c, "cleanup", "sweep_acceptance", "sweep_speedup", "sweep_heatmap", "sweep_table", "sweep_export",
-            "sweep_best", status="sweep_status", error="sweep_error"),
+            "sweep_best", "theory_fit", status="sweep_status", error="sweep_error"),
        api_name="sweep", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=300,
        show_progress_on=[c["sweep_speedup"]])
     on(c["preset"].input, pick_preset, [c["preset"]], pick(c, "target", "draft", "sweep_drafts", "preset_note"),
@@ -244,13 +277,24 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
                 _sweep_tab(c)
             with gr.Tab("How it works", id="theory"):
                 gr.Markdown(THEORY)
+                c["theory_fit"] = gr.HTML(THEORY_FIT_EMPTY, elem_id="theory-fit", label="Theory vs measured",
+                                          show_label=False)
         settings = _wire_generate(lab, c, session)
         _wire_race_and_sweep(lab, c, session, settings)
+        c["preload_timer"] = gr.Timer(1.0)  # the start-up fetch and preload report in the status line
+        on(c["preload_timer"].tick, preload_update, [], pick(c, "status", "target", "draft", timer="preload_timer"),
+           api_visibility="private", concurrency_limit=None)
     demo.queue(default_concurrency_limit=1)
     return demo
 
 
 LAUNCH_KWARGS = {"css": CSS, "theme": gr.themes.Soft(), "footer_links": ["api", "gradio"]}
+
+# Column widths that hold each header on one line at 12px (style.py), so no header wraps letter by letter.
+STEP_WIDTHS = ["5%", "4%", "20%", "9%", "7%", "11%", "17%", "9%", "9%", "9%"]
+SWEEP_WIDTHS = ["12.5%", "4%", "4%", "9%", "4%", "7.5%", "7.5%", "11.5%", "7.5%", "8.5%", "10%", "4%", "5%", "5%"]
+THEORY_FIT_EMPTY = ('<div class="theory-fit">Run a sweep: both forms are then compared with your measured points '
+                    'here.</div>')
 
 THEORY = r"""
 ### The algorithm (Leviathan et al. 2023; Chen et al. 2023)
@@ -263,14 +307,33 @@ THEORY = r"""
 
 The output is distributed exactly as if the target had decoded alone: only the speed changes.
 
+### Two acceptance figures (each labelled wherever it appears)
+* **acceptance rate** = accepted / **drafted** tokens (the tokens discarded unchecked after a rejection
+  count as drafted): what the cards and tables call acceptance rate (vLLM's "draft acceptance rate").
+* **α** = accepted / **evaluated** drafted tokens: the per-token acceptance probability of the theory below.
+  α ≥ acceptance rate; they differ most at large K.
+
 ### What to expect
-With acceptance rate α (per drafted token), draft length K and cost ratio c = draft forward time /
-target forward time:
+With α, draft length K, c = draft forward time / target-only step time, and
+**E = (1 − α^(K+1)) / (1 − α)** expected tokens per target forward (bonus included: vanilla = 1.00):
 
-* expected tokens per target forward: **E = (1 − α^(K+1)) / (1 − α)** (bonus included: vanilla = 1.00)
-* wall-time speedup: **(1 − α^(K+1)) / ((1 − α)(K·c + 1))**; e.g. α = 0.8, K = 4, c = 0.05 → ≈ 2.8×.
+| form | speedup | assumes |
+|---|---|---|
+| textbook (Leviathan et al.) | **E / (K·c + 1)** | verifying K+1 tokens costs one plain step (v = 1) |
+| measured | **E / (K·c + v(K))** | v(K) = a speculative step's target side (verifying K+1 tokens, bookkeeping) / a target-only step, **measured** |
 
-The Sweep tab measures α and c on this machine and draws this curve over the measured speedups.
-Measured speedups here compare against a real target-only run of the same engine, prompt and settings;
-"tokens/s" is engine time (model calls, sampling, bookkeeping, prefill), never UI rendering.
+e.g. α = 0.8, K = 4, c = 0.05 → textbook ≈ 2.8×. On a CPU, or whenever a forward's fixed costs do not
+dominate, v(K) > 1 and the textbook form overestimates. The Sweep measures α, c and v(K) on this machine and
+draws both forms over the measured speedups; the table below is filled by your last sweep.
+
+### How a speedup is measured
+The streamed run is for watching. The speedup is timed separately: speculative and target-only decoding run in
+**pairs over the same number of new tokens** (the speculative run stops at max new tokens or end of text; the
+target-only run then produces exactly as many tokens, going on past an end-of-text token of its own), the order
+alternating within pairs, repeated until the interval is tight or a time budget ends (at least 3 repeats). Shown:
+the **median** of the per-pair ratios and a **95% interval** for it (distribution-free, from order statistics:
+it needs 6 repeats); when the interval contains 1.0 the app says **no measurable difference**. Each
+configuration (models, prompt, every setting, device, dtype) is measured once per browser session and reused, so
+Generate, Race and the exports show the same figure. Tokens/s is engine time (model calls, sampling, bookkeeping,
+prefill), never UI rendering.
 """

@@ -55,3 +55,15 @@ def load_models(load: Callable, names: list[str]) -> Iterator[str]:
     if "error" in box:
         raise box["error"]
     return box["models"]
+
+
+def load_target_and_drafts(load: Callable, load_drafter: Callable, target_name: str,
+                           draft_names: list[str]) -> Iterator[str]:
+    """Generator like load_models: the target, then each drafter for it (a draft model, prompt lookup,
+    a trained head, …); returns [target, *drafters]."""
+    def load_all(_, progress=None):
+        target = load(target_name, progress=progress)
+        return [target] + [load_drafter(name, target, load_model=load, progress=progress) for name in draft_names]
+
+    models = yield from load_models(load_all, [None])
+    return models[0]

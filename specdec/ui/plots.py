@@ -30,14 +30,14 @@ def acceptance_by_position_figure(events) -> go.Figure:
     rows = acceptance_by_position(events)
     pos = [r[0] + 1 for r in rows]
     fig = go.Figure()
-    fig.add_bar(x=pos, y=[r[3] / r[1] if r[1] else None for r in rows], name="accepted / drafted",
+    fig.add_bar(x=pos, y=[r[3] / r[1] if r[1] else None for r in rows], name="acceptance rate (accepted / drafted)",
                 marker_color=COLORS["accepted"], text=[f"{r[3]}/{r[1]}" for r in rows], textposition="auto")
     fig.add_scatter(x=pos, y=[r[3] / r[2] if r[2] else None for r in rows], mode="markers+lines",
-                    name="accepted / evaluated (≈ α)", marker=dict(symbol="diamond", size=9),
+                    name="α (accepted / evaluated)", marker=dict(symbol="diamond", size=9),
                     line=dict(dash="dot", color=COLORS["bonus"]))
     fig.update_yaxes(range=[0, 1.05])
     fig.update_xaxes(dtick=1)
-    return style_figure(fig, "Acceptance by draft position", "draft position", "rate")
+    return style_figure(fig, "Acceptance by draft position", "draft position", "fraction")
 
 
 def accepted_length_figure(events) -> go.Figure:
@@ -67,10 +67,12 @@ def _cumulative(events, total_s: float | None = None) -> tuple[list[float], list
 
 
 def throughput_figure(spec, baseline=None) -> go.Figure:
-    """Cumulative tokens over engine time (slope = tokens/s). spec, baseline: RunResults or event lists."""
+    """Cumulative tokens over engine time (slope = tokens/s). spec, baseline: RunResults or event lists;
+    with a baseline, both are one timed pair of the speedup measurement."""
     fig = go.Figure()
-    for name, run, color in (("speculative", spec, COLORS["spec"]),
-                             ("target-only (measured)", baseline, COLORS["target"])):
+    timed = " (timed)" if baseline else ""
+    for name, run, color in ((f"speculative{timed}", spec, COLORS["spec"]),
+                             ("target-only (timed)", baseline, COLORS["target"])):
         if not run:
             continue
         events, total = (run, None) if isinstance(run, list) else (run.events, run.metrics.wall_time_s)
@@ -78,7 +80,8 @@ def throughput_figure(spec, baseline=None) -> go.Figure:
         times, tokens = _cumulative(events, total)
         fig.add_scatter(x=times, y=tokens, mode="lines", name=f"{name}: {tps or 0:.1f} tok/s",
                         line=dict(color=color, width=3, shape="hv"))
-    return style_figure(fig, "Tokens over time: speculative vs baseline", "engine time (s)", "tokens")
+    title = "Tokens over time: one timed pair" if baseline else "Tokens over time: the streamed run"
+    return style_figure(fig, title, "engine time (s)", "tokens")
 
 
 def memory_figure(memory) -> go.Figure:

@@ -36,7 +36,7 @@ def fmt_prob(x: float | None) -> str:
 
 
 def _draft_title(event, d) -> str:
-    fate = "accepted" if d.accepted else ("rejected" if d.evaluated else "discarded unchecked")
+    fate = d.fate if d.evaluated else "discarded unchecked"
     parts = [f"step {event.index} · draft position {d.position + 1} · {fate}", f"q={fmt_prob(d.q)} p={fmt_prob(d.p)}"]
     if d.evaluated:
         draw = f" u={fmt_prob(d.uniform)}" if d.uniform is not None else ""
@@ -58,7 +58,7 @@ def render_step(event, current: bool = False) -> str:
     for d in event.drafted:
         if d.accepted and d.position >= kept:
             continue  # cut by EOS / max_new_tokens
-        fate = "accepted" if d.accepted else ("rejected" if d.evaluated else "unchecked")
+        fate = d.fate
         spans.append(_span(fate, d.text, event.index, f"d{d.position}", _draft_title(event, d)))
     final = event.final
     if final is not None and final.position < kept:
@@ -69,11 +69,13 @@ def render_step(event, current: bool = False) -> str:
 
 
 def render_tokens(events, prompt: str = "", *, current_step: int | None = None,
-                  streaming: bool = False, empty_note: str = "") -> str:
-    """The whole output: prompt (grey), then every step, separated by thin step markers."""
+                  streaming: bool = False, empty_note: str = "", step_marks: bool = True) -> str:
+    """The whole output: prompt (grey), then every step, separated by thin step markers (left out
+    with step_marks=False, e.g. for target-only decoding, where every token is its own step)."""
     parts = [f'<span class="tok-prompt">{_visible(prompt, False)}</span>'] if prompt else []
     for event in events:
-        parts.append(f'<span class="step-mark" title="step {event.index}">{event.index}</span>')
+        if step_marks:
+            parts.append(f'<span class="step-mark" title="step {event.index}">{event.index}</span>')
         parts.append(render_step(event, current=event.index == current_step))
     if streaming:
         parts.append('<span class="tok-cursor">▌</span>')
@@ -103,3 +105,10 @@ def render_status(message: str | None) -> str:
     if not message:
         return ""
     return f'<div class="status-line">{escape(message)}</div>'
+
+
+def render_key_result(message: str | None, verdict: str | None = None) -> str:
+    """A headline result (race summary, best K), set large and boxed; data-verdict for tests and CSS."""
+    if not message:
+        return ""
+    return (f'<div class="key-result" data-verdict="{escape(verdict or "")}">{escape(message)}</div>')

@@ -13,7 +13,9 @@ class RunView:
     prompt: str
     events: list
     result: Any  # the engine's RunResult (for a stopped run: what was produced until Stop)
-    baseline: Any = None  # the measured target-only RunResult
+    baseline: Any = None  # a measured target-only RunResult (the latest timed pair's)
+    measured: Any = None  # a measured speculative RunResult (the same pair's)
+    estimate: Any = None  # specdec.measurement.Estimate of the speedup, once measuring has begun
     exports: list = field(default_factory=list)
     stopped: bool = False
 
@@ -21,7 +23,7 @@ class RunView:
 @dataclass
 class Session:
     last_run: Optional[RunView] = None
-    baselines: dict = field(default_factory=dict)  # baseline_key -> measured target-only RunResult
+    measurements: dict = field(default_factory=dict)  # measurement.config_key -> Measurement (this session's)
     stop_requested: bool = False
     running: bool = False
     sweep_rows: list = field(default_factory=list)

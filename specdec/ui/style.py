@@ -44,6 +44,17 @@ CSS = """
 .race-rate { font-size: 22px; font-weight: 600; }
 .race-bar { height: 6px; background: var(--border-color-primary); border-radius: 3px; overflow: hidden; }
 .race-bar > div { height: 100%; background: var(--color-accent); }
+.card-key { border: 2px solid var(--color-accent); }
+.card .verdict { font-size: 13px; font-weight: 600; margin: -2px 0 2px; }
+.key-result { font-size: 18px; font-weight: 600; line-height: 1.4; padding: 10px 14px; margin: 6px 0;
+  border: 2px solid var(--color-accent); border-radius: 8px; background: var(--background-fill-secondary); }
+.explain-note { font-size: 13px; color: var(--body-text-color-subdued); }
+#steps-table th, #sweep-table th, #steps-table th *, #sweep-table th * { white-space: nowrap;
+  word-break: keep-all; overflow-wrap: normal; }
+#steps-table th .header, #sweep-table th .header, #sweep-table td { font-size: 12px; }
+.theory-fit { font-size: 14px; line-height: 1.5; }
+.fit-table { border-collapse: collapse; margin: 4px 0 10px; }
+.fit-table td, .fit-table th { border: 1px solid var(--border-color-primary); padding: 2px 8px; text-align: right; }
 .explain { font-size: 14px; line-height: 1.5; }
 .explain code { font-size: 13px; }
 """

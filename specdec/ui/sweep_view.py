@@ -1,26 +1,36 @@
-"""Sweep tab: the callback, its figures (measured vs theory) and its table; pure apart from gr.Progress."""
+"""Sweep tab: the callback, its figures (measured vs both theory forms) and its table; pure apart from
+gr.Progress."""
 from __future__ import annotations
 
 from dataclasses import asdict
+from html import escape
 
 import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from specdec.sweep import SweepRunner, add_theory, parse_ks, parse_temperatures, plan_sweep, theory_curve
+from specdec.sweep import (THEORY_MIN_SHARE, SweepRunner, add_theory, fit_errors, parse_ks, parse_temperatures,
+                           plan_sweep, theory_applies)
 
 from .callbacks import Lab, error_update, make_settings
 from .models import pick_name
 from .plots import style_figure
-from .render import render_status
+from .render import render_key_result, render_status
 from .session import Session
 from .tables import export_dataframe
 
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
-TABLE_COLUMNS = ["draft", "temperature", "k", "acceptance_rate", "alpha", "tokens_per_forward", "tokens_per_s",
-                 "baseline_tokens_per_s", "speedup", "theory_speedup", "c", "c_pooled", "draft_forward_ms",
-                 "target_forward_ms", "best_measured", "theory_best_k", "new_tokens"]
+# Shown: short headers (explained in SWEEP_TABLE_NOTE); the CSV export has every field of SweepRow.
+TABLE_COLUMNS = {"draft": "draft", "temperature": "T", "k": "K", "acceptance_rate": "acc. rate", "alpha": "α",
+                 "tokens_per_forward": "tok/fwd", "speedup": "speedup", "interval": "95% interval",
+                 "repeats": "repeats", "theory_textbook": "textbook", "theory_measured": "meas. form",
+                 "c": "c", "v": "v(K)", "best": "best"}
+SWEEP_TABLE_NOTE = ("acc. rate = accepted / drafted · α = accepted / evaluated (pooled over K) · tok/fwd = tokens "
+                    "per target forward, bonus included · speedup = median of timed pairs (interval: 95%, from 6 "
+                    "repeats) · textbook = E / (K·c + 1) · meas. form = E / (K·c + v(K)), v(K) from a line "
+                    "fitted over the measured K values · c = draft forward / target-only step · v(K) = a speculative step's "
+                    "target side (verifying K+1 tokens, bookkeeping) / target-only step, measured at this K")
 
 
 def _groups(rows) -> list[tuple[str, float, list]]:
@@ -33,35 +43,56 @@ def _label(draft: str, temperature: float, many_drafts: bool) -> str:
     return (f"{draft}, " if many_drafts else "") + f"T={temperature:g}"
 
 
+def integer_k_axis(fig: go.Figure, ks) -> go.Figure:
+    fig.update_xaxes(tickmode="array", tickvals=sorted(set(ks)), tickformat="d")
+    return fig
+
+
 def acceptance_figure(rows) -> go.Figure:
     fig, many = go.Figure(), len({r.draft for r in rows}) > 1
     for i, (d, t, members) in enumerate(_groups(rows)):
         fig.add_scatter(x=[r.k for r in members], y=[r.acceptance_rate for r in members], mode="lines+markers",
-                        name=_label(d, t, many), line=dict(color=PALETTE[i % len(PALETTE)]))
+                        name=f"{_label(d, t, many)} acceptance rate", line=dict(color=PALETTE[i % len(PALETTE)]))
+        fig.add_scatter(x=[r.k for r in members], y=[r.alpha_point for r in members], mode="lines+markers",
+                        name=f"{_label(d, t, many)} α", line=dict(color=PALETTE[i % len(PALETTE)], dash="dot"),
+                        marker=dict(symbol="diamond"))
     fig.update_yaxes(range=[0, 1.05])
-    return style_figure(fig, "Acceptance rate vs K (accepted / drafted)", "K", "acceptance rate")
+    integer_k_axis(fig, [r.k for r in rows])
+    return style_figure(fig, "Acceptance rate (accepted / drafted) and α (accepted / evaluated) vs K", "K",
+                        "fraction")
+
+
+def _error_bars(members) -> dict | None:
+    if not any(r.speedup_low is not None for r in members):
+        return None
+    return dict(type="data", symmetric=False, color="#555", thickness=1,
+                array=[(r.speedup_high - r.speedup) if r.speedup_high is not None else 0 for r in members],
+                arrayminus=[(r.speedup - r.speedup_low) if r.speedup_low is not None else 0 for r in members])
 
 
 def speedup_figure(rows) -> go.Figure:
-    """Measured speedup (solid, best K starred) and the theory with measured α and c (dashed)."""
+    """Measured speedup with its 95% interval (solid, best K starred), the textbook form (dashed) and
+    the measured form (dotted), both with the measured α and c."""
     fig, many = go.Figure(), len({r.draft for r in rows}) > 1
     for i, (d, t, members) in enumerate(_groups(rows)):
-        color, ks = PALETTE[i % len(PALETTE)], [r.k for r in members]
-        label = _label(d, t, many)
+        color, ks, label = PALETTE[i % len(PALETTE)], [r.k for r in members], _label(d, t, many)
         fig.add_scatter(x=ks, y=[r.speedup for r in members], mode="lines+markers", name=f"{label} measured",
-                        line=dict(color=color, width=3))
+                        line=dict(color=color, width=3), error_y=_error_bars(members))
         best = [r for r in members if r.best_measured]
         if best:
             fig.add_scatter(x=[best[0].k], y=[best[0].speedup], mode="markers", name=f"{label} best K={best[0].k}",
                             marker=dict(symbol="star", size=16, color=color, line=dict(width=1, color="black")))
         alpha, c = members[0].alpha, members[0].c_pooled
-        if alpha is not None and c is not None:
-            dense = list(range(1, max(ks) + 1))
-            fig.add_scatter(x=dense, y=theory_curve(alpha, c, dense), mode="lines", line=dict(color=color, dash="dash"),
-                            name=f"{label} theory α={alpha:.2f} c={c:.2f} (best K={members[0].theory_best_k})")
+        if alpha is not None and c is not None and any(r.theory_textbook is not None for r in members):
+            fig.add_scatter(x=ks, y=[r.theory_textbook for r in members], mode="lines",
+                            line=dict(color=color, dash="dash"),
+                            name=f"{label} textbook v=1 (α={alpha:.2f}, c={c:.2f})")
+            fig.add_scatter(x=ks, y=[r.theory_measured for r in members], mode="lines+markers",
+                            line=dict(color=color, dash="dot"), marker=dict(symbol="x", size=7),
+                            name=f"{label} measured form v(K)")
     fig.add_hline(y=1.0, line=dict(color="#777", dash="dot"))
-    title = "Speedup vs K: measured vs (1−α^(K+1))/((1−α)(Kc+1))"
-    return style_figure(fig, title, "K", "speedup (×)", height=380)
+    integer_k_axis(fig, [r.k for r in rows])
+    return style_figure(fig, "Speedup vs K: measured vs E/(K·c+1) and E/(K·c+v(K))", "K", "speedup (×)", height=400)
 
 
 def heatmap_figure(rows) -> go.Figure:
@@ -80,17 +111,70 @@ def heatmap_figure(rows) -> go.Figure:
     return style_figure(fig, "Measured speedup: K × temperature", "K", "temperature")
 
 
+def _interval(r) -> str:
+    return "–" if r.speedup_low is None else f"{r.speedup_low:.2f}–{r.speedup_high:.2f}"
+
+
 def sweep_dataframe(rows) -> pd.DataFrame:
-    df = pd.DataFrame([asdict(r) for r in rows], columns=TABLE_COLUMNS)
-    return df.round(3)
+    """The table as shown: short headers (see SWEEP_TABLE_NOTE), rounded."""
+    records = [{**asdict(r), "interval": _interval(r), "best": "★" if r.best_measured else ""} for r in rows]
+    df = pd.DataFrame(records, columns=list(TABLE_COLUMNS)).round(3)
+    return df.rename(columns=TABLE_COLUMNS)
+
+
+def export_rows(rows) -> pd.DataFrame:
+    return pd.DataFrame([asdict(r) for r in rows])
+
+
+def fit_summary(rows) -> str:
+    """Each theory form's error against the measured points, per draft and temperature."""
+    lines = []
+    for d, t, members in _groups(rows):
+        parts = []
+        for fit in fit_errors(members):
+            if fit.mean is not None:
+                parts.append(f"{fit.form} form {fit.mean:+.0%} on average (worst {fit.worst:+.0%})")
+        if parts:
+            lines.append(f"{d} at T={t:g}: " + "; ".join(parts) + ".")
+    return " ".join(lines)
+
+
+def theory_fit_html(rows) -> str:
+    """For How it works: both forms against the last sweep's measured points, with c and v(K)."""
+    if not rows:
+        return ""
+    body = []
+    for d, t, members in _groups(rows):
+        cells = "".join(f"<tr><td>{r.k}</td><td>{_fmt(r.speedup)}</td><td>{_fmt(r.theory_textbook)}</td>"
+                        f"<td>{_fmt(r.theory_measured)}</td><td>{_fmt(r.v)}</td><td>{_fmt(r.v_fit)}</td></tr>"
+                        for r in members)
+        body.append(f"<h4>{escape(d)}, T={t:g}: α = {_fmt(members[0].alpha)} (accepted / evaluated), "
+                    f"c = {_fmt(members[0].c_pooled)}</h4><table class='fit-table'><tr><th>K</th><th>measured</th>"
+                    f"<th>textbook (v = 1)</th><th>measured form (v(K))</th><th>v(K) measured</th>"
+                    f"<th>v(K) line</th></tr>{cells}</table>")
+    return (f'<div class="theory-fit"><b>Your last sweep on this machine.</b> {escape(fit_summary(rows))}'
+            f'{"".join(body)}</div>')
+
+
+def _fmt(x) -> str:
+    return "–" if x is None else f"{x:.2f}"
 
 
 def sweep_update(rows) -> dict:
     """Figures, table and CSV export of a finished (or stopped) sweep."""
-    table = sweep_dataframe(rows)
     return {"sweep_acceptance": acceptance_figure(rows), "sweep_speedup": speedup_figure(rows),
-            "sweep_heatmap": heatmap_figure(rows), "sweep_table": table,
-            "sweep_export": export_dataframe(table, "specdec-sweep")}
+            "sweep_heatmap": heatmap_figure(rows), "sweep_table": sweep_dataframe(rows),
+            "sweep_export": export_dataframe(export_rows(rows), "specdec-sweep"),
+            "sweep_best": best_summary(rows), "theory_fit": theory_fit_html(rows)}
+
+
+def theory_note(draft: str, temperature: float, members) -> str:
+    """Says so where the theory is not drawn: the drafter proposed fewer than K tokens in many steps."""
+    shares = [r.proposal_share for r in members if not theory_applies(r) and r.proposal_share is not None]
+    if not shares:
+        return ""
+    return (f"{draft} at T={temperature:g}: no theory where it drafted under {THEORY_MIN_SHARE:.0%} of the K tokens "
+            f"a step allows (as little as {min(shares):.0%}): the formulas assume K drafted tokens every step.")
 
 
 def best_summary(rows) -> str:
@@ -98,34 +182,61 @@ def best_summary(rows) -> str:
     for d, t, members in _groups(rows):
         best = next((r for r in members if r.best_measured), None)
         if best:
-            lines.append(f"{d} at T={t:g}: best measured K={best.k} ({best.speedup:.2f}×); theory's best K="
-                         f"{best.theory_best_k} with α={best.alpha:.2f}, c={best.c_pooled:.2f}.")
-    return render_status(" ".join(lines))
+            theory = (f"; the textbook form's best K={best.theory_best_k} (α={best.alpha:.2f}, c={best.c_pooled:.2f})"
+                      if best.theory_best_k else "")
+            spread = f"interval {_interval(best)}" if best.speedup_low is not None else f"{best.repeats} repeats"
+            lines.append(f"{d} at T={t:g}: best measured K={best.k} ({best.speedup:.2f}×, {spread}){theory}.")
+    notes = [theory_note(d, t, members) for d, t, members in _groups(rows)]
+    fits = " ".join(filter(None, [fit_summary(rows), *notes]))
+    return render_key_result(" ".join(lines)) + (render_status(f"Theory vs measured: {fits}") if fits else "")
+
 
 
 def sweep(lab: Lab, session: Session, prompt, clean_whitespace, target, target_custom, drafts, ks, temperatures,
-          max_new_tokens, seed, top_p, top_k, progress=gr.Progress()):
-    """Generator for the Sweep tab: every (draft, K, temperature), measured against the baseline."""
+          max_new_tokens, seed, top_p, top_k, chat=True, k_schedule="constant", progress=gr.Progress()):
+    """Generator for the Sweep tab: every (draft, K, temperature) point, a measured speedup."""
     with session.timed_run():
         try:
             k_values, temps = parse_ks(ks), parse_temperatures(temperatures)
             drafts = [d.strip() for d in ([drafts] if isinstance(drafts, str) else drafts or []) if d and d.strip()]
             if not drafts:
                 raise ValueError("Pick at least one draft model for the sweep.")
-            base = make_settings(k_values[0], temps[0], top_p, top_k, max_new_tokens, seed)
-            prep = yield from lab.prepare(prompt, clean_whitespace, pick_name(target, target_custom), drafts)
-            runner = SweepRunner(lab.engine.generate, prep.target, dict(zip(drafts, prep.drafts)), prep.ids, base,
-                                 session.baselines)
-            yield {"status": render_status("Warming up (short untimed runs)…"), "error": ""}
-            runner.warm_up()
-            points, rows = plan_sweep(drafts, k_values, temps), []
-            for i, point in enumerate(points):  # only the progress bar moves meanwhile: no rendering load
-                if session.stop_requested:
-                    break
-                progress((i, len(points)), desc=f"{point.draft}, K={point.k}, T={point.temperature:g}")
-                rows.append(runner.measure(point))
+            base = make_settings(k_values[0], temps[0], top_p, top_k, max_new_tokens, seed, k_schedule)
+            prep = yield from lab.prepare(prompt, clean_whitespace, pick_name(target, target_custom), drafts,
+                                          chat=chat is not False)
+            runner = SweepRunner(lab.engine, prep.target, dict(zip(drafts, prep.drafts)), prep.ids, base,
+                                 session.measurements, lab.sweep_policy, lambda: session.stop_requested)
+            points = plan_sweep(drafts, k_values, temps)
+            rows = yield from measure_points(runner, points, session, progress)
             session.sweep_rows = add_theory(rows)
-            yield {**sweep_update(rows), "sweep_best": best_summary(rows), "error": "",
-                   "status": render_status(f"Sweep finished: {len(rows)} of {len(points)} points measured.")}
+            status = render_status(sweep_status(rows, points, session))
+            yield {**(sweep_update(rows) if rows else {}), "error": "", "status": status}
         except Exception as exc:  # noqa: BLE001
             yield error_update(exc)
+
+
+def measure_points(runner: SweepRunner, points, session: Session, progress):
+    """Generator: warm-up, then every point; the status line and the progress bar say the same thing.
+    Only these light updates go out while measuring (no figures): no drawing competes with the timing."""
+    desc = "Warming up (short untimed runs)…"
+    yield {"status": render_status(desc), "error": ""}
+    progress(0.0, desc=desc)  # after the yield: an update clears the progress bar until the next call
+    runner.warm_up()
+    rows = []
+    for i, point in enumerate(points):
+        if session.stop_requested:
+            break
+        desc = f"Measuring point {i + 1} of {len(points)}: {point.draft}, K={point.k}, T={point.temperature:g}"
+        yield {"status": render_status(desc + "…")}
+        progress((i, len(points)), desc=desc, unit="points measured")
+        row = runner.measure(point)
+        if row is None:
+            break
+        rows.append(row)
+    return rows
+
+
+def sweep_status(rows, points, session: Session) -> str:
+    if session.stop_requested:
+        return f"Sweep stopped: {len(rows)} of {len(points)} points measured."
+    return f"Sweep finished: {len(rows)} of {len(points)} points measured."

@@ -7,8 +7,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from specdec.theory import measured_alpha
+
 STEP_COLUMNS = ["step", "K", "drafted", "accepted", "final", "final kind", "emitted",
                 "draft ms", "verify ms", "other ms"]
+
+
+def empty_table(columns) -> pd.DataFrame:
+    """A table with its headers and no rows (shown before the first run, instead of "1 2 3")."""
+    return pd.DataFrame(columns=list(columns))
 
 
 def _final_kind(event) -> str:
@@ -33,7 +40,7 @@ def steps_dataframe(events) -> pd.DataFrame:
 
 
 def _draft_row(e, d) -> dict:
-    fate = "accepted" if d.accepted else ("rejected" if d.evaluated else "unchecked")
+    fate = d.fate
     return {"step": e.index, "position": d.position, "role": "draft", "fate": fate, "token_id": d.token_id,
             "text": d.text, "q": d.q, "p": d.p, "accept_prob": d.accept_prob, "uniform": d.uniform}
 
@@ -55,13 +62,36 @@ def trace_dataframe(events) -> pd.DataFrame:
                                        "accept_prob", "uniform"])
 
 
-def export_trace(result, folder: str | None = None, stem: str = "specdec-trace") -> list[str]:
+DEFINITIONS = {
+    "acceptance_rate": "accepted drafted tokens / drafted tokens (unchecked tokens after a rejection count as drafted)",
+    "alpha": "α = accepted / evaluated drafted tokens (the acceptance probability in the theory)",
+    "tokens_per_target_forward": "emitted tokens / target decode forwards, bonus and correction included",
+    "speedup": "median over timed pairs of (speculative tokens/s) / (target-only tokens/s); "
+               "interval: distribution-free 95% interval for that median (order statistics)",
+}
+
+
+def measurement_record(estimate, baseline) -> dict:
+    """The speedup with its interval and the target-only baseline, for the JSON export."""
+    record = {"speedup": None if estimate is None else estimate.to_dict()}
+    if baseline is not None:
+        m = baseline.metrics
+        record["baseline"] = {"draft": None, "new_tokens": m.new_tokens, "wall_time_s": m.wall_time_s,
+                              "tokens_per_s": m.tokens_per_s, "note": "the latest timed target-only run"}
+    return record
+
+
+def export_trace(result, folder: str | None = None, stem: str = "specdec-trace", *, measurement=None,
+                 baseline=None) -> list[str]:
     """Writes <stem>.csv (the per-token trace) and <stem>.json (RunResult.to_dict(): settings, every
-    step, metrics); returns both paths."""
+    step, metrics; plus α, the measured speedup with its interval, the baseline and the definitions);
+    returns both paths."""
     out = Path(folder or tempfile.mkdtemp(prefix="specdec-"))
     csv_path, json_path = out / f"{stem}.csv", out / f"{stem}.json"
     trace_dataframe(result.events).to_csv(csv_path, index=False)
-    json_path.write_text(json.dumps(result.to_dict(), indent=1, ensure_ascii=False))
+    report = {**result.to_dict(), "alpha": measured_alpha(result.events), **measurement_record(measurement, baseline),
+              "definitions": DEFINITIONS}
+    json_path.write_text(json.dumps(report, indent=1, ensure_ascii=False))
     return [str(csv_path), str(json_path)]
 
 

@@ -1,0 +1,170 @@
+"""Guards between the outside world and the callbacks, for a public deployment.
+
+- harden_inputs(demo): every input component refuses a value of the wrong type, or a number that is
+  not finite, with one line to the caller (a toast in the browser, an error for an API client) and
+  no traceback in the server log. Gradio checks slider and number ranges itself; this covers what
+  it lets through (NaN, strings for numbers, lists for names) or turns into tracebacks.
+- guard_run(fn): wraps a timed callback (Generate, Race, Sweep). Before it starts, the request is
+  checked against the deployment's limits (specdec.limits: prompt size and text, max new tokens,
+  sweep size, names); a refusal goes to the red error box, leaving everything else on screen. While
+  it runs, the per-run time budget applies: when it is spent the run is stopped as Stop would stop
+  it, and its last status says why.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import time
+from functools import wraps
+from typing import Callable, Iterator
+
+import gradio as gr
+
+from specdec.errors import SpecDecError
+from specdec.limits import (Limits, check_finite, check_max_new_tokens, check_model_name, check_prompt_text,
+                            check_sweep_size, current)
+
+from .callbacks import error_update
+from .render import render_status
+
+NUMBER_INPUTS = ("k", "temperature", "top_p", "top_k", "seed")
+NAME_INPUTS = ("target", "draft", "target_custom", "draft_custom")
+
+
+# --- input components ---------------------------------------------------------------------------------
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_text(value) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _is_choice(value) -> bool:
+    return value is None or isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def _expect(component) -> tuple[Callable, str] | None:
+    """(test, what it expects) for the payload of an input component, by kind."""
+    if isinstance(component, gr.Slider):
+        return _is_number, "a finite number"
+    if isinstance(component, gr.Number):
+        return (lambda v: v is None or _is_number(v)), "a finite number"
+    if isinstance(component, gr.Checkbox):
+        return (lambda v: isinstance(v, bool)), "true or false"
+    if isinstance(component, gr.Dropdown):
+        if component.multiselect:
+            return (lambda v: v is None or isinstance(v, list) and all(_is_choice(x) for x in v)), "a list of names"
+        return _is_choice, "a name"
+    if isinstance(component, gr.Textbox):
+        return _is_text, "text"
+    return None
+
+
+def harden(component):
+    """Wraps component.preprocess: a payload of the wrong kind, or an error from Gradio's own checks,
+    becomes one quiet gr.Error naming the input."""
+    expect = _expect(component)
+    if expect is None:
+        return component
+    test, wanted = expect
+    check, label = component.preprocess, component.label or type(component).__name__
+
+    @wraps(check)
+    def preprocess(payload):
+        if not test(payload):
+            raise gr.Error(f"{label}: expected {wanted}, got {_short(payload)}.", print_exception=False)
+        try:
+            return check(payload)
+        except gr.Error as exc:
+            raise gr.Error(exc.message, print_exception=False) from None
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise gr.Error(f"{label}: {exc}", print_exception=False) from None
+
+    component.preprocess = preprocess
+    return component
+
+
+def harden_inputs(demo) -> int:
+    """Hardens every input component of the app; returns how many."""
+    hardened = [harden(block) for block in demo.blocks.values() if _expect(block) is not None]
+    return len(hardened)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "…"
+
+
+# --- timed callbacks -------------------------------------------------------------------------------------
+
+def check_request(named: dict, limits: Limits) -> None:
+    """The deployment's limits, before anything loads or runs (InvalidSettingsError / ValueError)."""
+    if named.get("prompt") is not None:
+        check_prompt_text(named["prompt"], limits.max_prompt_chars)
+    for name in NAME_INPUTS:
+        check_model_name(named.get(name), f"Model name ({name.replace('_custom', '')})")
+    for name in NUMBER_INPUTS:
+        if named.get(name) is not None:
+            check_finite(name.replace("_", "-"), named[name])
+    if named.get("max_new_tokens") is not None:
+        check_max_new_tokens(named["max_new_tokens"], limits)
+    if "ks" in named:
+        check_sweep_request(named, limits)
+
+
+def check_sweep_request(named: dict, limits: Limits) -> None:
+    from specdec.sweep import parse_ks, parse_temperatures
+
+    drafts = named.get("drafts") or []
+    drafts = [drafts] if isinstance(drafts, str) else list(drafts)
+    for draft in drafts:
+        check_model_name(draft, "Draft name")
+    ks, temperatures = parse_ks(named.get("ks")), parse_temperatures(named.get("temperatures"))
+    check_sweep_size(max(1, len([d for d in drafts if d and d.strip()])), len(ks), len(temperatures), limits)
+
+
+def budget_note(budget_s: float) -> str:
+    return (f"Stopped after {budget_s:g} s, this deployment's time limit per run: lower max new tokens or the "
+            "number of sweep points to finish within it.")
+
+
+def within_budget(updates: Iterator[dict], session, budget_s: float | None, clock=time.monotonic) -> Iterator[dict]:
+    """Passes a callback's updates through; once budget_s has passed, asks the session's run to stop
+    (as Stop does) and adds the reason to the status of its last update."""
+    if not budget_s or session is None:
+        yield from updates
+        return
+    deadline, stopped, held = clock() + budget_s, False, None
+    for update in updates:
+        if not stopped and clock() >= deadline:
+            stopped, session.stop_requested = True, True
+        if not stopped:
+            yield update
+            continue
+        if held is not None:
+            yield held
+        held = update
+    if stopped:
+        final = dict(held or {})
+        final["status"] = render_status(budget_note(budget_s)) + (final.get("status") or "")
+        yield final
+
+
+def guard_run(fn: Callable) -> Callable:
+    """fn: a generator callback yielding {output name: value} dicts, with a `session` parameter."""
+    signature = inspect.signature(fn)
+
+    @wraps(fn)
+    def guarded(*args, **kwargs):
+        limits = current()
+        named = signature.bind_partial(*args, **kwargs).arguments
+        try:
+            check_request(named, limits)
+        except (SpecDecError, ValueError) as exc:
+            yield error_update(exc)
+            return
+        yield from within_budget(fn(*args, **kwargs), named.get("session"), limits.run_budget_s)
+
+    return guarded

@@ -1,0 +1,34 @@
+"""The app as a newcomer opens it: the default pair (SmolLM2-135M-Instruct, fetched and preloaded at
+start) and the first example stream coloured tokens in a real browser (Debian's chromium, headless)."""
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from specdec import presets
+from specdec.ui.launch import app_process
+from test_browser import launch_chromium
+
+expect.set_options(timeout=420_000)  # a fresh machine fetches and converts the model first (1–2 minutes)
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    with app_process(tmp_path_factory.mktemp("app") / "app.log") as url, sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        page = browser.new_page(viewport={"width": 1440, "height": 1100})
+        page.set_default_timeout(420_000)
+        page.goto(url)
+        yield page
+        browser.close()
+
+
+def test_the_default_pair_is_the_real_target(page):
+    expect(page.get_by_label("Target", exact=True)).to_have_value(presets.DEFAULT_TARGET)
+
+
+def test_the_first_example_streams_coloured_tokens_on_the_default_pair(page):
+    page.get_by_text("chat · explain (prose)", exact=True).click()
+    expect(page.locator("#prompt textarea")).to_have_value("Explain photosynthesis in simple terms.")
+    page.locator("#run-btn").click()
+    expect(page.locator("#tokens .tok").first).to_be_visible()
+    expect(page.locator("#tokens")).to_contain_text("light")  # SmolLM2's answer mentions light energy
+    page.locator("#stop-btn").click()
