@@ -1,23 +1,34 @@
-"""Greedy benchmark, one process, runs interleaved: our target-only baseline, our speculative
-decoding, transformers `generate` alone, and transformers assisted generation at the same K.
+"""Greedy benchmark, one process, runs interleaved: our engine against transformers on the same model,
+dtype, prompt, K and token count, for the drafter asked for:
 
-Every figure is measured here; "engine efficiency" is time inside model forwards / wall time,
-with model forwards timed by the same module hooks for all four engines.
+  no drafter (--draft omitted or none)  ours target-only          vs transformers `generate`
+  prompt-lookup                         ours with prompt lookup   vs transformers `generate(prompt_lookup_num_tokens=K)`
+  a draft model                         ours speculative          vs transformers assisted generation at a fixed K
+
+(plus each side's own target-only run, so that each engine's speedup over itself is shown too).
+Every repeat runs every engine once, the order rotating between repeats so that drift on a shared
+machine hits each alike; each comparison is the median of its per-repeat ratios with a 95% interval
+from specdec.measurement (the same statistics as the app's speedup). "Engine efficiency" is time
+inside model forwards / wall time, with model forwards timed by the same module hooks for every engine.
 """
 from __future__ import annotations
 
 import statistics
 import time
 from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 import torch
 import transformers
 
 from .decoding import generate
+from .errors import InvalidSettingsError
 from .events import DecodeSettings
+from .measurement import Pair, Timing, estimate
 
-ENGINES = ("ours: target only", "ours: speculative", "ours: spec. + top-5 trace", "transformers: generate",
-           "transformers: assisted")
+OURS_BASE, OURS_SPEC, OURS_TRACED = "ours: target only", "ours: speculative", "ours: spec. + top-5 trace"
+HF_GENERATE, HF_ASSISTED = "transformers: generate", "transformers: assisted"
+OURS_PLD, HF_PLD = "ours: prompt lookup", "transformers: prompt lookup"
 # Our rows record every step's drafted ids, p(d_i), q(d_i), min(1, p/q), draws and fates; the
 # "+ top-5 trace" row also ranks the top 5 alternatives of p and q per position, as the app's inspector does.
 
@@ -34,9 +45,24 @@ class EngineFigures:
 
 
 @dataclass
+class Comparison:
+    """engine / reference: the median of the per-repeat tokens/s ratios and its 95% interval."""
+
+    engine: str
+    reference: str
+    ratio: Optional[float]
+    low: Optional[float]
+    high: Optional[float]
+    repeats: int
+    verdict: Optional[str]  # faster | slower | no measurable difference | None (fewer than 6 repeats)
+    description: str
+
+
+@dataclass
 class BenchReport:
     target: str
-    draft: str
+    draft: str  # "none", "prompt-lookup" or the draft model's name
+    mode: str  # "target-only", "prompt-lookup" or "draft-model"
     k: int
     max_new_tokens: int
     repeats: int
@@ -47,11 +73,13 @@ class BenchReport:
     runners: dict  # which model-call implementation our engine used for each model
     versions: dict
     engines: list[EngineFigures]
-    ours_vs_hf_assisted: float  # our speculative tokens/s over transformers assisted tokens/s
-    ours_traced_vs_hf_assisted: float  # the same with the inspector's top-5 trace
-    ours_speculative_vs_ours_baseline: float
-    hf_assisted_vs_hf_generate: float
+    comparisons: list[Comparison]
     greedy_identical: bool
+    # the headline ratios (medians), kept as plain fields for scripts that read them:
+    ours_vs_hf_assisted: Optional[float] = None
+    ours_traced_vs_hf_assisted: Optional[float] = None
+    ours_speculative_vs_ours_baseline: Optional[float] = None
+    hf_assisted_vs_hf_generate: Optional[float] = None
 
 
 class ForwardTimer:
@@ -81,19 +109,18 @@ def run_ours(target, draft, ids, k, max_new_tokens, top_n=0):
     result = generate(target, draft, ids, DecodeSettings(max_new_tokens=max_new_tokens, k=k, temperature=0.0),
                       top_n=top_n)
     wall = time.perf_counter() - start
-    forwards = result.metrics.target_forwards
-    return result.token_ids, wall, forwards, result.metrics.forward_time_s
+    return result.token_ids, wall, result.metrics.target_forwards, result.metrics.forward_time_s
 
 
-def run_transformers(target, draft, ids, k, max_new_tokens):
-    timers = [ForwardTimer(target.model)] + ([ForwardTimer(draft.model)] if draft is not None else [])
+def run_transformers(target, ids, max_new_tokens, assistant=None, **options):
+    """transformers `generate`, greedy; `assistant` (a draft network) or `options`
+    (prompt_lookup_num_tokens=…) switch on its speculative modes."""
+    timers = [ForwardTimer(target.model)] + ([ForwardTimer(assistant)] if assistant is not None else [])
     input_ids = torch.tensor([ids], device=target.device)
-    kwargs = dict(
-        attention_mask=torch.ones_like(input_ids), do_sample=False, max_new_tokens=max_new_tokens,
-        pad_token_id=(target.eos_token_ids or (0,))[0],
-    )
-    if draft is not None:
-        kwargs["assistant_model"] = draft.model
+    kwargs = dict(attention_mask=torch.ones_like(input_ids), do_sample=False, max_new_tokens=max_new_tokens,
+                  pad_token_id=(target.eos_token_ids or (0,))[0], **options)
+    if assistant is not None:
+        kwargs["assistant_model"] = assistant
     try:
         with torch.inference_mode():
             start = time.perf_counter()
@@ -107,9 +134,9 @@ def run_transformers(target, draft, ids, k, max_new_tokens):
     return output[0, len(ids):].tolist(), wall, timers[0].calls, sum(t.time_s for t in timers)
 
 
-def fix_assistant_length(draft, k: int) -> dict:
+def fix_assistant_length(model, k: int) -> dict:
     """Make transformers draft exactly K tokens per step (its defaults stop drafts early)."""
-    config = draft.model.generation_config
+    config = model.generation_config
     wanted = dict(num_assistant_tokens=k, num_assistant_tokens_schedule="constant", assistant_confidence_threshold=0.0)
     previous = {key: getattr(config, key, None) for key in wanted}
     for key, value in wanted.items():
@@ -117,40 +144,84 @@ def fix_assistant_length(draft, k: int) -> dict:
     return previous
 
 
+def drafter_mode(draft) -> str:
+    if draft is None:
+        return "target-only"
+    if getattr(draft, "model", None) is not None:  # a LoadedModel or the draft-model drafter
+        return "draft-model"
+    if getattr(draft, "name", "") == "prompt-lookup":
+        return "prompt-lookup"
+    raise InvalidSettingsError(f"bench compares with transformers for no drafter, prompt-lookup or a draft model; "
+                     f"{getattr(draft, 'name', draft)!r} has no transformers counterpart")
+
+
+def plan_engines(target, draft, ids, k: int, max_new_tokens: int) -> tuple[dict[str, Callable], list[tuple]]:
+    """{engine name: run()} and the comparisons [(engine, reference)] for this drafter."""
+    mode = drafter_mode(draft)
+    runs = {OURS_BASE: lambda: run_ours(target, None, ids, k, max_new_tokens),
+            HF_GENERATE: lambda: run_transformers(target, ids, max_new_tokens)}
+    if mode == "target-only":
+        return runs, [(OURS_BASE, HF_GENERATE)]
+    if mode == "prompt-lookup":
+        ngram = getattr(draft, "max_ngram", 2)
+        runs[OURS_PLD] = lambda: run_ours(target, draft, ids, k, max_new_tokens)
+        runs[HF_PLD] = lambda: run_transformers(target, ids, max_new_tokens, prompt_lookup_num_tokens=k,
+                                                max_matching_ngram_size=ngram)
+        return runs, [(OURS_PLD, HF_PLD), (OURS_PLD, OURS_BASE), (HF_PLD, HF_GENERATE), (OURS_BASE, HF_GENERATE)]
+    runs = {OURS_BASE: runs[OURS_BASE],
+            OURS_SPEC: lambda: run_ours(target, draft, ids, k, max_new_tokens),
+            OURS_TRACED: lambda: run_ours(target, draft, ids, k, max_new_tokens, top_n=5),
+            HF_GENERATE: runs[HF_GENERATE],
+            HF_ASSISTED: lambda: run_transformers(target, ids, max_new_tokens, assistant=draft.model)}
+    return runs, [(OURS_SPEC, HF_ASSISTED), (OURS_TRACED, HF_ASSISTED), (OURS_SPEC, OURS_BASE),
+                  (HF_ASSISTED, HF_GENERATE), (OURS_BASE, HF_GENERATE)]
+
+
+def run_rounds(runs: dict[str, Callable], repeats: int) -> dict[str, list[tuple]]:
+    """One untimed warm-up each, then `repeats` rounds of every engine, the order rotating per round."""
+    for run in runs.values():
+        run()
+    names, samples = list(runs), {name: [] for name in runs}
+    for r in range(max(1, repeats)):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            samples[name].append(runs[name]())
+    return samples
+
+
+def compare(samples: dict[str, list[tuple]], engine: str, reference: str) -> Comparison:
+    """Per-round ratio of tokens/s (engine over reference), summarised as in the app."""
+    pairs = [Pair(Timing(len(a[0]), a[1]), Timing(len(b[0]), b[1]), True)
+             for a, b in zip(samples[engine], samples[reference])]
+    est = estimate(pairs, state="done")
+    return Comparison(engine, reference, est.ratio, est.low, est.high, est.repeats, est.verdict, est.describe())
+
+
 def run_benchmark(target, draft, ids, *, k: int, max_new_tokens: int, repeats: int) -> BenchReport:
-    runs = {
-        ENGINES[0]: lambda: run_ours(target, None, ids, k, max_new_tokens),
-        ENGINES[1]: lambda: run_ours(target, draft, ids, k, max_new_tokens),
-        ENGINES[2]: lambda: run_ours(target, draft, ids, k, max_new_tokens, top_n=5),
-        ENGINES[3]: lambda: run_transformers(target, None, ids, k, max_new_tokens),
-        ENGINES[4]: lambda: run_transformers(target, draft, ids, k, max_new_tokens),
-    }
-    previous = fix_assistant_length(draft, k)
+    runs, comparisons = plan_engines(target, draft, ids, k, max_new_tokens)
+    mode = drafter_mode(draft)
+    previous = fix_assistant_length(draft.model, k) if mode == "draft-model" else {}
     try:
-        for run in runs.values():  # warm-up, untimed
-            run()
-        samples = {name: [] for name in runs}
-        for _ in range(max(1, repeats)):
-            for name, run in runs.items():  # interleaved, so drift hits every engine alike
-                samples[name].append(run())
+        samples = run_rounds(runs, repeats)
     finally:
         for key, value in previous.items():
             setattr(draft.model.generation_config, key, value)
-    figures = [summarize_engine(name, samples[name]) for name in runs]
-    speed = {f.engine: f.tokens_per_s for f in figures}
+    found = [compare(samples, engine, reference) for engine, reference in comparisons]
+    ratio = {(c.engine, c.reference): c.ratio for c in found}
     return BenchReport(
-        target=target.name, draft=draft.name, k=k, max_new_tokens=max_new_tokens, repeats=repeats,
-        prompt_tokens=len(ids), device=str(target.device), dtype=str(target.dtype).replace("torch.", ""),
-        threads=torch.get_num_threads(),
-        runners={"target": target.runner_kind, "draft": draft.runner_kind},
+        target=target.name, draft=getattr(draft, "name", "none") if draft is not None else "none", mode=mode, k=k,
+        max_new_tokens=max_new_tokens, repeats=repeats, prompt_tokens=len(ids), device=str(target.device),
+        dtype=str(target.dtype).replace("torch.", ""), threads=torch.get_num_threads(),
+        runners={"target": target.runner_kind, "draft": getattr(draft, "runner_kind", mode)},
         versions={"torch": torch.__version__, "transformers": transformers.__version__},
-        engines=figures,
-        ours_vs_hf_assisted=speed[ENGINES[1]] / speed[ENGINES[4]],
-        ours_traced_vs_hf_assisted=speed[ENGINES[2]] / speed[ENGINES[4]],
-        ours_speculative_vs_ours_baseline=speed[ENGINES[1]] / speed[ENGINES[0]],
-        hf_assisted_vs_hf_generate=speed[ENGINES[4]] / speed[ENGINES[3]],
+        engines=[summarize_engine(name, samples[name]) for name in runs],
+        comparisons=found,
         greedy_identical=len({tuple(s[-1][0]) for s in samples.values()}) == 1
         and all(len({tuple(run[0]) for run in s}) == 1 for s in samples.values()),
+        ours_vs_hf_assisted=ratio.get((OURS_SPEC, HF_ASSISTED)),
+        ours_traced_vs_hf_assisted=ratio.get((OURS_TRACED, HF_ASSISTED)),
+        ours_speculative_vs_ours_baseline=ratio.get((OURS_SPEC, OURS_BASE)),
+        hf_assisted_vs_hf_generate=ratio.get((HF_ASSISTED, HF_GENERATE)),
     )
 
 
@@ -174,18 +245,16 @@ def format_table(report: BenchReport) -> str:
         f"{report.repeats} repeats  {report.device}/{report.dtype}  {report.threads} threads  "
         f"our runners {report.runners['target']}/{report.runners['draft']}  "
         f"torch {report.versions['torch']}  transformers {report.versions['transformers']}",
-        f"{'engine':<28}{'tok/s':>9}{'wall s':>9}{'tokens':>8}{'tok/target fwd':>16}{'efficiency':>12}",
+        f"{'engine':<30}{'tok/s':>9}{'wall s':>9}{'tokens':>8}{'tok/target fwd':>16}{'efficiency':>12}",
     ]
     for f in report.engines:
         lines.append(
-            f"{f.engine:<28}{f.tokens_per_s:>9.1f}{f.wall_time_s:>9.3f}{f.new_tokens:>8}"
+            f"{f.engine:<30}{f.tokens_per_s:>9.1f}{f.wall_time_s:>9.3f}{f.new_tokens:>8}"
             f"{f.tokens_per_target_forward:>16.2f}{f.engine_efficiency:>12.3f}"
         )
-    lines += [
-        f"ours speculative / transformers assisted: {report.ours_vs_hf_assisted:.2f}x "
-        f"({report.ours_traced_vs_hf_assisted:.2f}x with the top-5 trace)",
-        f"ours speculative / ours target-only:      {report.ours_speculative_vs_ours_baseline:.2f}x",
-        f"transformers assisted / generate:         {report.hf_assisted_vs_hf_generate:.2f}x",
-        f"greedy tokens identical across all engines and repeats: {report.greedy_identical}",
-    ]
+    width = max(len(f"{c.engine} / {c.reference}") for c in report.comparisons)
+    for c in report.comparisons:
+        verdict = f" ({c.verdict})" if c.verdict else ""
+        lines.append(f"{c.engine + ' / ' + c.reference:<{width}}  {c.description}{verdict}")
+    lines.append(f"greedy tokens identical across all engines and repeats: {report.greedy_identical}")
     return "\n".join(lines)

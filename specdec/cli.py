@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import asdict
 
@@ -14,7 +15,10 @@ from transformers.utils import logging as transformers_logging
 from . import presets
 from .errors import SpecDecError
 from .events import DecodeSettings
+from .limits import (K_MAX, NUM_SAMPLES_MAX, SEED_MAX, TEMPERATURE_MAX, check_finite, check_integer,
+                     check_model_name, check_prompt_text)
 from .sampling import validate
+from .schedules import SCHEDULES
 
 
 class UsageError(SpecDecError):
@@ -30,12 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m specdec", description="SpecDec Lab: speculative decoding engine")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     gen = commands.add_parser("generate", help="generate with speculative decoding (or the target alone)")
-    add_model_arguments(gen, default_draft=None)
+    add_model_arguments(gen, default_draft=presets.DEFAULT_DRAFT)
     prompt = gen.add_mutually_exclusive_group(required=True)
     prompt.add_argument("--prompt", help="prompt text")
     prompt.add_argument("--prompt-ids", help="prompt token ids, comma separated (e.g. 1,2,3)")
     gen.add_argument("--max-new-tokens", type=int, default=64)
-    gen.add_argument("--k", type=int, default=4, help="draft length")
+    gen.add_argument("--k", type=int, default=4, help="draft length (the largest, for adaptive schedules)")
+    gen.add_argument("--k-schedule", default="constant", choices=SCHEDULES, help="how K may change per step")
     gen.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     gen.add_argument("--top-k", type=int, default=None)
     gen.add_argument("--top-p", type=float, default=None)
@@ -43,21 +48,31 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--num-samples", type=int, default=1, help="independent samples from one seeded generator")
     gen.add_argument("--json", action="store_true", help="print one JSON object")
 
-    bench = commands.add_parser("bench", help="our baseline and speculative decoding vs transformers, greedy")
-    add_model_arguments(bench, default_draft=presets.DEFAULT_DRAFT)
+    bench = commands.add_parser("bench", help="ours vs transformers, greedy: target only (no --draft), "
+                                "prompt-lookup, or a draft model")
+    add_model_arguments(bench, default_draft=None)
     bench.add_argument("--prompt", default=None, help="prompt text (default: a code prompt)")
     bench.add_argument("--prompt-ids", default=None, help="prompt token ids, comma separated")
     bench.add_argument("--k", type=int, default=4)
     bench.add_argument("--max-new-tokens", type=int, default=128)
-    bench.add_argument("--repeats", type=int, default=3)
+    bench.add_argument("--repeats", type=int, default=6, help="rounds of every engine (6+ for a 95%% interval)")
     bench.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     bench.add_argument("--json-out", default=None, help="also write the JSON report to this file")
+
+    fetch = commands.add_parser("fetch", help="download and convert a fetchable model into the model cache")
+    fetch.add_argument("name", help="smollm2-135m-instruct")
     return parser
 
 
 def add_model_arguments(parser, default_draft):
     parser.add_argument("--target", default=presets.DEFAULT_TARGET, help="bundled name, hub id or folder")
-    parser.add_argument("--draft", default=default_draft, help="draft model; omit for the target-only baseline")
+    parser.add_argument("--draft", default=default_draft,
+                        help="drafter: prompt-lookup, a draft model (bundled name, hub id, folder), a trained head "
+                             "(smollm2-135m-eagle, …), or none for the target-only baseline")
+    chat = parser.add_mutually_exclusive_group()
+    chat.add_argument("--chat", dest="chat", action="store_true", default=True,
+                      help="wrap --prompt in the target's chat template where it has one (default)")
+    chat.add_argument("--no-chat", dest="chat", action="store_false", help="use --prompt as plain text")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 …")
     parser.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
     parser.add_argument("--trust-remote-code", action="store_true", help="run model code from the hub (off by default)")
@@ -73,31 +88,39 @@ def parse_ids(text: str) -> list[int]:
     return ids
 
 
-def load_pair(args):
-    from .loading import check_compatible, load_model
+def wants_draft(args) -> bool:
+    return bool(args.draft) and args.draft.strip().lower() != "none"
 
-    options = dict(device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
-    target = load_model(args.target, **options)
-    draft = load_model(args.draft, **options) if args.draft else None
-    if draft is not None:
-        check_compatible(target, draft)
-    return target, draft
+
+def load_pair(args):
+    """(target, drafter or None)."""
+    from functools import partial
+
+    from .drafters.registry import load_drafter
+    from .loading import load_model
+
+    load = partial(load_model, trust_remote_code=args.trust_remote_code)
+    target = load(args.target, device=args.device, dtype=args.dtype)
+    drafter = load_drafter(args.draft.strip(), target, load_model=load) if wants_draft(args) else None
+    return target, drafter
 
 
 def prompt_ids(args, target) -> list[int]:
+    from .prompting import encode_prompt
+
     if args.prompt_ids:
         return parse_ids(args.prompt_ids)
     if not args.prompt or not args.prompt.strip():
         raise UsageError("the prompt is empty")
-    return target.encode(args.prompt)
+    return encode_prompt(target, args.prompt, chat=args.chat)
 
 
 def run_generate(args) -> int:
     from .decoding import generate
 
-    if args.num_samples < 1:
-        raise UsageError("--num-samples must be at least 1")
-    settings = DecodeSettings(args.max_new_tokens, args.k, args.temperature, args.top_k, args.top_p, args.seed)
+    check_generate_args(args)
+    settings = DecodeSettings(args.max_new_tokens, args.k, args.temperature, args.top_k, args.top_p, args.seed,
+                              k_schedule=args.k_schedule)
     validate(settings)  # before loading anything
     target, draft = load_pair(args)
     ids = prompt_ids(args, target)
@@ -116,6 +139,23 @@ def run_generate(args) -> int:
     return 0
 
 
+def check_generate_args(args) -> None:
+    """Numbers finite and in range, names and prompt valid text: checked before anything loads."""
+    check_integer("--max-new-tokens", args.max_new_tokens, 1)
+    check_integer("--k", args.k, 1, K_MAX)
+    check_finite("--temperature", args.temperature, 0, TEMPERATURE_MAX)
+    if args.top_p is not None:
+        check_finite("--top-p", args.top_p, 0, 1)
+    if args.top_k is not None:
+        check_integer("--top-k", args.top_k, 0)
+    check_integer("--seed", args.seed, 0, SEED_MAX)
+    check_integer("--num-samples", args.num_samples, 1, NUM_SAMPLES_MAX)
+    check_model_name(args.target, "--target")
+    check_model_name(args.draft, "--draft")
+    if args.prompt is not None:
+        check_prompt_text(args.prompt, what="--prompt")
+
+
 def format_summary(metrics) -> str:
     rate = "n/a" if metrics.acceptance_rate is None else f"{metrics.acceptance_rate:.2f}"
     return (
@@ -124,18 +164,17 @@ def format_summary(metrics) -> str:
     )
 
 
+BENCH_PROMPT = "def parse_arguments(argv):\n    parser = argparse.ArgumentParser("  # code (chat-wrapped where the target has a template)
+
+
 def run_bench(args) -> int:
     from .bench import format_table, run_benchmark
 
-    if args.draft is None:
-        raise UsageError("bench needs --draft")
     if args.threads:
         torch.set_num_threads(args.threads)
     target, draft = load_pair(args)
-    if args.prompt_ids:
-        ids = parse_ids(args.prompt_ids)
-    else:
-        ids = target.encode(args.prompt or "def parse_arguments(argv):\n    parser = argparse.ArgumentParser(")
+    args.prompt = args.prompt or BENCH_PROMPT
+    ids = prompt_ids(args, target)
     report = run_benchmark(target, draft, ids, k=args.k, max_new_tokens=args.max_new_tokens, repeats=args.repeats)
     print(format_table(report))
     text = json.dumps(asdict(report))
@@ -146,15 +185,43 @@ def run_bench(args) -> int:
     return 0
 
 
+def run_fetch(args) -> int:
+    """Prints the model's folder on stdout; progress goes to stderr. Idempotent."""
+    from .fetch import KNOWN_SOURCES, fetch_folder, is_fetchable
+
+    if not is_fetchable(args.name):
+        raise UsageError(f"{args.name!r} is not fetchable; known: {', '.join(sorted(KNOWN_SOURCES))}")
+    print(fetch_folder(args.name, progress=lambda message: print(message, file=sys.stderr, flush=True)))
+    return 0
+
+
 def main(argv=None) -> int:
     transformers_logging.disable_progress_bar()  # stderr carries our one-line messages only
     transformers_logging.set_verbosity_error()
     try:
         args = build_parser().parse_args(argv)
-        return run_generate(args) if args.command == "generate" else run_bench(args)
+        commands = {"generate": run_generate, "bench": run_bench, "fetch": run_fetch}
+        return commands[args.command](args)
     except SpecDecError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 (a bug or an exhausted machine: still one line; SPECDEC_DEBUG=1 shows it)
+        if os.environ.get("SPECDEC_DEBUG"):
+            raise
+        print(f"error: {describe_unexpected(exc)}", file=sys.stderr)
+        return 2 if is_out_of_memory(exc) else 1
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError" or \
+        "out of memory" in str(exc).lower()
+
+
+def describe_unexpected(exc: BaseException) -> str:
+    if is_out_of_memory(exc):
+        return "out of memory: lower --max-new-tokens or --k, or use a smaller model or dtype"
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"unexpected {type(exc).__name__}: {first} (run with SPECDEC_DEBUG=1 for the traceback)"

@@ -30,6 +30,8 @@ class Generation:
 
     draft: None runs the target-only baseline through the same model-call code and warping; a
     Drafter proposes tokens; a LoadedModel is the draft-model drafter (same tokenizer).
+    ignore_eos: run on past end-of-text tokens (timing baselines that must match another run's length);
+    `eos_ids`, the ids that end the run, is public and may also be emptied before the first step.
     """
 
     def __init__(
@@ -42,6 +44,7 @@ class Generation:
         generator: Optional[torch.Generator] = None,
         sampled_verifier: SampledVerifier = verify_sampled,
         top_n: int = 5,
+        ignore_eos: bool = False,
     ):
         validate(settings)
         self.target, self.settings = target, settings
@@ -58,7 +61,7 @@ class Generation:
         self.generator = generator or _seeded_generator(settings.seed, target.device)
         self.verify_sampled = sampled_verifier
         self.top_n = top_n
-        self.eos_ids = target.eos_token_ids
+        self.eos_ids = () if ignore_eos else target.eos_token_ids
         self.schedule = make_schedule(settings.k_schedule, settings.k)
         self.context = ProposalContext(self.sampling, self.warpers, self.generator, self.schedule.stop_below)
         self.events: list[StepEvent] = []

@@ -120,6 +120,7 @@ class RunMetrics:
     drafted_tokens: int
     accepted_tokens: int
     acceptance_rate: Optional[float]  # accepted drafted / drafted; None when nothing was drafted
+    alpha: Optional[float]  # accepted / evaluated drafted tokens (the theory's per-token acceptance)
     mean_tokens_per_target_forward: float  # bonus/correction included (vanilla decoding = 1.0)
     acceptance_by_position: list[Optional[float]]  # index i: accepted / evaluated-or-not drafted at i
     target_forwards: int

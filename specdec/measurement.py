@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Hashable, Iterator, Optional
 
-from .theory import baseline_step_costs, speculative_step_costs
+from .theory import baseline_step_costs, median, speculative_step_costs
 
 CONFIDENCE = 0.95
 SAME_TOKENS_RULE = ("both runs time the same number of new tokens: the speculative run stops where it stops "
@@ -30,14 +30,6 @@ SAME_TOKENS_RULE = ("both runs time the same number of new tokens: the speculati
 
 
 # --- statistics ---------------------------------------------------------------------------------------
-
-def median(values) -> Optional[float]:
-    values = sorted(values)
-    if not values:
-        return None
-    mid = len(values) // 2
-    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
-
 
 def _binomial_tail(n: int, j: int) -> float:
     """P(X <= j) for X ~ Binomial(n, 1/2)."""

@@ -7,6 +7,7 @@ from typing import Optional
 import torch
 
 from .events import MemoryReport, RunMetrics, StepEvent
+from .theory import measured_alpha
 
 
 def summarize(events: list[StepEvent], wall_time_s: float, target_runner, drafter, memory) -> RunMetrics:
@@ -22,6 +23,7 @@ def summarize(events: list[StepEvent], wall_time_s: float, target_runner, drafte
         drafted_tokens=drafted,
         accepted_tokens=accepted,
         acceptance_rate=accepted / drafted if drafted else None,
+        alpha=measured_alpha(events),
         mean_tokens_per_target_forward=new_tokens / target_forwards if target_forwards else 0.0,
         acceptance_by_position=acceptance_by_position(events),
         target_forwards=target_forwards,
@@ -37,15 +39,19 @@ def summarize(events: list[StepEvent], wall_time_s: float, target_runner, drafte
     )
 
 
+def position_counts(events) -> list[tuple[int, int, int, int]]:
+    """Per draft position i: (i, steps that drafted a token at i, of those evaluated, of those accepted)."""
+    width = max((len(e.drafted) for e in events), default=0)
+    rows = []
+    for i in range(width):
+        at = [e.drafted[i] for e in events if len(e.drafted) > i]
+        rows.append((i, len(at), sum(d.evaluated for d in at), sum(d.accepted for d in at)))
+    return rows
+
+
 def acceptance_by_position(events: list[StepEvent]) -> list[Optional[float]]:
     """Position i: steps that accepted draft token i / steps that drafted a token at i."""
-    longest = max((e.k for e in events), default=0)
-    rates: list[Optional[float]] = []
-    for i in range(longest):
-        drafted = sum(1 for e in events if e.k > i)
-        accepted = sum(1 for e in events if e.num_accepted > i)
-        rates.append(accepted / drafted if drafted else None)
-    return rates
+    return [accepted / drafted if drafted else None for _, drafted, _, accepted in position_counts(events)]
 
 
 def measure_memory(target, drafter, target_runner) -> MemoryReport:

@@ -1,7 +1,7 @@
-"""Sweeps over draft length K, temperature and draft model, measured against a target-only baseline.
+"""Sweeps over draft length K, temperature and draft, each point a measured speedup (specdec.measurement).
 
-No UI here: the Sweep tab and scripts/measure_sweep.py drive it. `run` is the engine's
-generate(target, draft, ids, settings) -> RunResult (draft None = target-only), injected for testing.
+No UI here: the Sweep tab and scripts/measure_sweep.py drive it. `engine` is the specdec package (or a
+fake with the same Generation / generate), injected for testing.
 """
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Optional
 
 from .events import DecodeSettings
-from .theory import (best_k, cost_ratio, draft_forward_s, measured_speedup,
-                     result_stats, target_forward_s, theoretical_speedup)
+from .measurement import SWEEP, Estimate, Measurement, Policy, config_key, measure_speedup
+from .theory import (best_k, median, fit_line, paired_cost_ratios, relative_errors,
+                     theoretical_speedup)
 
-BASELINE_CACHE_SIZE = 32
+CACHE_SIZE = 64  # measurements kept per session
+THEORY_MIN_SHARE = 0.9  # the theory assumes K drafted tokens every step: drawn only where that nearly holds
 
 
 @dataclass(frozen=True)
@@ -33,18 +35,24 @@ class SweepRow:
     evaluated: int
     accepted: int
     acceptance_rate: Optional[float]  # accepted / drafted
-    tokens_per_forward: Optional[float]
-    tokens_per_s: Optional[float]
-    baseline_tokens_per_s: Optional[float]
-    speedup: Optional[float]  # measured
-    draft_forward_ms: Optional[float]
-    target_forward_ms: Optional[float]
-    c: Optional[float]
+    alpha_point: Optional[float]  # α at this K alone: accepted / evaluated
+    tokens_per_forward: Optional[float]  # bonus included
+    tokens_per_s: Optional[float]  # speculative, median over the repeats
+    baseline_tokens_per_s: Optional[float]  # target-only, median over the repeats
+    speedup: Optional[float]  # measured: median of the per-pair ratios
+    speedup_low: Optional[float]  # its 95% interval (None with fewer than 6 repeats)
+    speedup_high: Optional[float]
+    repeats: int
+    proposal_share: Optional[float]  # drafted / the tokens the steps could have drafted (1.0: always K)
+    c: Optional[float]  # draft forward / target-only step, median of the pairs
+    v: Optional[float]  # v(K): speculative step's target side / target-only step, median of the pairs
     # filled in by add_theory once the whole sweep is known:
-    alpha: Optional[float] = None  # pooled over every K of this draft and temperature
-    c_pooled: Optional[float] = None  # median over this draft and temperature's runs
-    theory_speedup: Optional[float] = None
-    theory_best_k: Optional[int] = None
+    alpha: Optional[float] = None  # α pooled over every K of this draft and temperature
+    c_pooled: Optional[float] = None  # median c over this draft and temperature's points
+    v_fit: Optional[float] = None  # v(K) from a line fitted over this group's K values (Theil–Sen)
+    theory_textbook: Optional[float] = None  # E / (K·c + 1)
+    theory_measured: Optional[float] = None  # E / (K·c + v_fit(K))
+    theory_best_k: Optional[int] = None  # the textbook form's best K
     best_measured: bool = False
 
 
@@ -52,6 +60,8 @@ def _parse_list(text: str, convert, lo, hi, what: str) -> list:
     values = []
     for part in filter(None, (p.strip() for p in re.split(r"[,\s;]+", str(text or "")))):
         bounds = re.fullmatch(r"(\d+)\s*-\s*(\d+)", part) if convert is int else None
+        if bounds and not lo <= int(bounds[1]) <= int(bounds[2]) <= hi:  # check before expanding "1-99999999"
+            raise ValueError(f"{what} values must lie in [{lo}, {hi}] (a range goes low to high): got {part}.")
         try:
             values.extend(range(int(bounds[1]), int(bounds[2]) + 1) if bounds else [convert(part)])
         except ValueError:
@@ -75,17 +85,11 @@ def parse_temperatures(text: str) -> list[float]:
 
 
 def plan_sweep(drafts: list[str], ks: list[int], temperatures: list[float]) -> list[SweepPoint]:
-    """Every combination, temperature-major so each baseline is measured once, early."""
+    """Every combination, temperature-major."""
     return [SweepPoint(d, k, t) for t in temperatures for d in drafts for k in ks]
 
 
-def baseline_key(target_name: str, ids, settings: DecodeSettings) -> tuple:
-    """What a target-only measurement depends on (not K, not the draft)."""
-    return (target_name, tuple(ids), settings.temperature, settings.top_k, settings.top_p,
-            settings.max_new_tokens, settings.seed)
-
-
-def remember(cache: dict, key, value, size: int = BASELINE_CACHE_SIZE) -> None:
+def remember(cache: dict, key, value, size: int = CACHE_SIZE) -> None:
     """Bounded insertion-ordered cache: the oldest entry goes when it is full."""
     cache.pop(key, None)
     cache[key] = value
@@ -93,78 +97,123 @@ def remember(cache: dict, key, value, size: int = BASELINE_CACHE_SIZE) -> None:
         cache.pop(next(iter(cache)))
 
 
-def measure_row(point: SweepPoint, spec_result, baseline_result) -> SweepRow:
-    """One sweep point from the speculative and target-only RunResults (same prompt and settings)."""
-    spec_events, baseline_events = spec_result.events, baseline_result.events
-    spec, base = result_stats(spec_result), result_stats(baseline_result)
-    d_fwd, t_fwd = draft_forward_s(spec_events), target_forward_s(baseline_events)
+def make_row(point: SweepPoint, measurement: Measurement) -> SweepRow:
+    """One sweep point from its measurement: speedup and interval, acceptance, c and v(K)."""
+    est, spec = measurement.estimate(), measurement.lead_result
+    costs = measurement.pairs[-1].lead.detail if measurement.pairs else None
+    drafted, evaluated, accepted = (costs.drafted, costs.evaluated, costs.accepted) if costs else (0, 0, 0)
+    c, v = paired_cost_ratios(measurement.pairs)
+    metrics = spec.metrics if spec is not None else None
     return SweepRow(
-        draft=point.draft, k=point.k, temperature=point.temperature, new_tokens=spec.new_tokens,
-        drafted=spec.drafted, evaluated=sum(d.evaluated for e in spec_events for d in e.drafted),
-        accepted=spec.accepted, acceptance_rate=spec.acceptance_rate, tokens_per_forward=spec.tokens_per_forward,
-        tokens_per_s=spec.tokens_per_s, baseline_tokens_per_s=base.tokens_per_s,
-        speedup=measured_speedup(spec, base), draft_forward_ms=None if d_fwd is None else d_fwd * 1e3,
-        target_forward_ms=None if t_fwd is None else t_fwd * 1e3, c=cost_ratio(spec_events, baseline_events))
+        draft=point.draft, k=point.k, temperature=point.temperature, new_tokens=est.new_tokens,
+        drafted=drafted, evaluated=evaluated, accepted=accepted,
+        acceptance_rate=accepted / drafted if drafted else None,
+        alpha_point=accepted / evaluated if evaluated else None,
+        tokens_per_forward=metrics.mean_tokens_per_target_forward if metrics else None,
+        tokens_per_s=est.lead_tokens_per_s, baseline_tokens_per_s=est.follow_tokens_per_s,
+        speedup=est.ratio, speedup_low=est.low, speedup_high=est.high, repeats=est.repeats,
+        proposal_share=costs.proposal_share if costs else None, c=c, v=v)
 
 
 class SweepRunner:
-    """Runs sweep points one by one; baselines come from (and go to) a shared per-session cache."""
+    """Measures sweep points one by one, each through the per-session measurement cache."""
 
-    def __init__(self, run: Callable, target, drafts: dict, ids, base: DecodeSettings,
-                 baseline_cache: dict | None = None):
-        self.run, self.target, self.drafts, self.ids, self.base = run, target, drafts, list(ids), base
-        self.cache = {} if baseline_cache is None else baseline_cache
+    def __init__(self, engine, target, drafts: dict, ids, base: DecodeSettings, cache: dict | None = None,
+                 policy: Policy = SWEEP, should_stop: Callable[[], bool] = lambda: False):
+        self.engine, self.target, self.drafts, self.ids, self.base = engine, target, drafts, list(ids), base
+        self.cache = {} if cache is None else cache
+        self.policy, self.should_stop = policy, should_stop
 
     def warm_up(self, tokens: int = 8) -> None:
         """Short untimed runs (target-only and with each draft) so that the first measured point does
         not pay for one-off initialisation; nothing from them is kept."""
         settings = replace(self.base, max_new_tokens=min(tokens, self.base.max_new_tokens))
         for draft in (None, *self.drafts.values()):
-            self.run(self.target, draft, self.ids, settings)
+            self.engine.generate(self.target, draft, self.ids, settings)
 
     def settings_for(self, point: SweepPoint) -> DecodeSettings:
         return replace(self.base, k=point.k, temperature=point.temperature)
 
-    def baseline(self, settings: DecodeSettings):
-        key = baseline_key(self.target.name, self.ids, settings)
-        if key not in self.cache:
-            remember(self.cache, key, self.run(self.target, None, self.ids, settings))
-        return self.cache[key]
+    def estimates(self, point: SweepPoint) -> Iterator[Estimate]:
+        """The point's estimate after every repeat (see specdec.measurement.measure)."""
+        yield from measure_speedup(self.engine, self.target, self.drafts[point.draft], self.ids,
+                                   self.settings_for(point), cache=self.cache, policy=self.policy,
+                                   should_stop=self.should_stop, remember=remember)
 
-    def measure(self, point: SweepPoint) -> SweepRow:
-        settings = self.settings_for(point)
-        baseline = self.baseline(settings)
-        spec = self.run(self.target, self.drafts[point.draft], self.ids, settings)
-        return measure_row(point, spec, baseline)
+    def measure(self, point: SweepPoint) -> Optional[SweepRow]:
+        """The point's row, or None when Stop came before its first repeat."""
+        last = None
+        for last in self.estimates(point):
+            pass
+        if last is None or last.repeats == 0:
+            return None
+        return make_row(point, self.measurement(point))
+
+    def measurement(self, point: SweepPoint) -> Measurement:
+        return self.cache[config_key(self.target, self.drafts[point.draft], self.ids, self.settings_for(point))]
 
     def rows(self, points: list[SweepPoint]) -> Iterator[SweepRow]:
         for point in points:
-            yield self.measure(point)
-
-
-def _median(values):
-    values = sorted(v for v in values if v is not None)
-    return values[len(values) // 2] if values else None
+            row = self.measure(point)
+            if row is None:
+                return
+            yield row
 
 
 def add_theory(rows: list[SweepRow], k_max: int = 16) -> list[SweepRow]:
-    """Pools alpha and c per (draft, temperature) over every K measured (c: the median; sampling adds
-    per-token work, so c depends on temperature), then fills the theory columns and marks the best
+    """Per (draft, temperature), over every K measured: pools α (accepted / evaluated) and c (the
+    median; sampling adds per-token work, so c depends on temperature) and fits v(K) as a line in K
+    (robustly: verifying K + 1 tokens grows about linearly with K); then fills both theory forms
+    (textbook v = 1, measured v(K)) where the theory applies (theory_applies) and marks the best
     measured K of each group."""
     for group in {(r.draft, r.temperature) for r in rows}:
         members = [r for r in rows if (r.draft, r.temperature) == group]
         evaluated = sum(r.evaluated for r in members)
         alpha = sum(r.accepted for r in members) / evaluated if evaluated else None
-        c = _median(r.c for r in members)
+        c = median(r.c for r in members)
+        line = fit_line([r.k for r in members], [r.v for r in members])
         measured = [r for r in members if r.speedup is not None]
         best = max(measured, key=lambda r: r.speedup) if measured else None
         for r in members:
             r.alpha, r.c_pooled, r.best_measured = alpha, c, r is best
-            if alpha is not None and c is not None:
-                r.theory_speedup = theoretical_speedup(alpha, r.k, c)
+            r.v_fit = max(line[0] + line[1] * r.k, 1e-6) if line is not None else None
+            r.theory_textbook = r.theory_measured = r.theory_best_k = None
+            if alpha is not None and c is not None and theory_applies(r):
+                r.theory_textbook = theoretical_speedup(alpha, r.k, c)
+                r.theory_measured = theoretical_speedup(alpha, r.k, c, r.v_fit) if r.v_fit else None
                 r.theory_best_k = best_k(alpha, c, k_max)
     return rows
 
 
+def theory_applies(row: SweepRow) -> bool:
+    """The i.i.d. theory at K describes runs that draft K tokens (almost) every step."""
+    return row.proposal_share is None or row.proposal_share >= THEORY_MIN_SHARE
+
+
 def theory_curve(alpha: float, c: float, ks: list[int]) -> list[float]:
+    """The textbook form (v = 1) at every K in ks."""
     return [theoretical_speedup(alpha, k, c) for k in ks]
+
+
+@dataclass(frozen=True)
+class FitError:
+    """How far a theory form is from the measured points: mean and largest relative error."""
+
+    form: str
+    mean: Optional[float]  # signed mean of (theory − measured) / measured
+    mean_abs: Optional[float]
+    worst: Optional[float]  # the signed error of largest magnitude
+    points: int
+
+
+def fit_errors(rows: list[SweepRow]) -> list[FitError]:
+    """Both forms' errors against the measured speedups of `rows` (one draft and temperature, or all)."""
+    measured = [r.speedup for r in rows]
+    fits = []
+    for form, values in (("textbook", [r.theory_textbook for r in rows]),
+                         ("measured", [r.theory_measured for r in rows])):
+        errors = relative_errors(values, measured)
+        fits.append(FitError(form, sum(errors) / len(errors) if errors else None,
+                             sum(map(abs, errors)) / len(errors) if errors else None,
+                             max(errors, key=abs) if errors else None, len(errors)))
+    return fits

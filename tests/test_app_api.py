@@ -1,4 +1,6 @@
 """The app as served by `python app.py`, driven through its API with gradio_client (bundled models)."""
+import json
+
 import pytest
 from gradio_client import Client
 
@@ -14,9 +16,15 @@ RACE_OUTPUTS = ["cleanup", "race_base", "race_spec", "race_summary", "status", "
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory):
-    with app_process(tmp_path_factory.mktemp("app") / "app.log", "--no-preload") as url:
-        yield Client(url, verbose=False)
+def served(tmp_path_factory):
+    log = tmp_path_factory.mktemp("app") / "app.log"
+    with app_process(log, "--no-preload") as url:
+        yield Client(url, verbose=False), log
+
+
+@pytest.fixture(scope="module")
+def client(served):
+    return served[0]
 
 
 def generate(client, **changes) -> dict:
@@ -45,7 +53,40 @@ def test_an_empty_prompt_returns_the_clear_error(client):
     assert "prompt is empty" in generate(client, prompt="  ")["error"]
 
 
-def test_race_returns_both_lanes_finished_with_their_tokens_per_second(client):
+def test_race_returns_both_lanes_finished_and_the_measured_verdict(client):
     out = dict(zip(RACE_OUTPUTS, client.predict(**{**GENERATE, "max_new_tokens": 16}, api_name="/race")))
     assert "(finished)" in out["race_base"] and "(finished)" in out["race_spec"] and "tok/s" in out["race_spec"]
-    assert "target-only speed" in out["race_summary"] and not out["error"]
+    assert "Measured speedup:" in out["race_summary"] and not out["error"]
+
+
+def endpoints(client) -> dict:
+    return client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+
+
+@pytest.mark.parametrize("endpoint", ["/generate", "/race", "/sweep"])
+def test_every_api_input_has_a_name_and_a_default(client, endpoint):
+    parameters = endpoints(client)[endpoint]["parameters"]
+    assert all(p["parameter_name"] and p["parameter_has_default"] for p in parameters)
+    defaults = {p["parameter_name"]: p["parameter_default"] for p in parameters}
+    if "draft_custom" in defaults:
+        assert defaults["target_custom"] == "" and defaults["draft_custom"] == ""
+
+
+@pytest.mark.parametrize("endpoint", ["/generate", "/race", "/sweep"])
+def test_every_api_output_has_a_name(client, endpoint):
+    labels = [r["label"] for r in endpoints(client)[endpoint]["returns"]]
+    assert all(label and not label.startswith("value_") for label in labels)
+
+
+def test_an_out_of_range_value_is_refused_without_a_traceback_in_the_server_log(served):
+    client, log = served
+    with pytest.raises(Exception, match="greater than maximum value 16"):
+        client.predict(**{**GENERATE, "k": 100}, api_name="/generate")
+    assert "Traceback" not in log.read_text()
+
+
+def test_the_json_export_has_the_baseline_the_speedup_and_its_interval(client):
+    json_path = next(p for p in generate(client)["exports"] if str(p).endswith(".json"))
+    report = json.loads(open(json_path).read())
+    assert report["speedup"]["ratio"] and report["speedup"]["repeats"] >= 3 and "rule" in report["speedup"]
+    assert report["baseline"]["new_tokens"] == report["speedup"]["new_tokens"]

@@ -34,8 +34,8 @@ def test_generate_json_has_the_documented_fields(pair, capsys):
             "tokens_per_s"} <= set(report["metrics"])
 
 
-def test_without_draft_it_runs_the_baseline(pair, capsys):
-    report = run_json(capsys, "--target", pair[0], "--prompt-ids", "1,2,3", "--max-new-tokens", "5")
+def test_draft_none_runs_the_baseline(pair, capsys):
+    report = run_json(capsys, "--target", pair[0], "--draft", "none", "--prompt-ids", "1,2,3", "--max-new-tokens", "5")
     assert report["draft"] is None and report["metrics"]["acceptance_rate"] is None
     assert report["metrics"]["target_forwards"] == 5
 
@@ -57,7 +57,7 @@ def test_num_samples_gives_independent_draws_from_one_seed(pair, capsys):
     ["--prompt", "   "],
 ])
 def test_bad_arguments_exit_nonzero_with_one_line(pair, capsys, args):
-    assert main(["generate", "--target", pair[0], *args]) != 0
+    assert main(["generate", "--target", pair[0], "--draft", "none", *args]) != 0
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
 
@@ -65,7 +65,7 @@ def test_bad_arguments_exit_nonzero_with_one_line(pair, capsys, args):
 def test_module_entry_point_reports_errors_without_traceback(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-m", "specdec", "generate", "--target", str(tmp_path / "nothing"),
-                           "--prompt", "hi"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+                           "--draft", "none", "--prompt", "hi"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert proc.returncode != 0
     assert proc.stderr.strip().startswith("error: No model folder") and "Traceback" not in proc.stderr
 
@@ -80,3 +80,24 @@ def test_bench_reports_all_four_engines_and_identity(pair, capsys):
         "transformers: assisted"]
     assert report["greedy_identical"] is True
     assert all(e["new_tokens"] == 16 for e in report["engines"])
+
+
+def test_prompt_lookup_is_a_draft_name(pair, capsys):
+    report = run_json(capsys, "--target", pair[0], "--draft", "prompt-lookup", "--prompt-ids", "1,2,3,1,2",
+                      "--max-new-tokens", "8")
+    assert report["draft"] == "prompt-lookup" and len(report["token_ids"]) == 8
+
+
+def test_k_schedule_is_recorded_in_the_settings(pair, capsys):
+    target, draft = pair
+    report = run_json(capsys, "--target", target, "--draft", draft, "--prompt-ids", "1,2,3", "--max-new-tokens",
+                      "8", "--k-schedule", "heuristic")
+    assert report["settings"]["k_schedule"] == "heuristic" and "k_planned" in report["steps"][0]
+
+
+def test_a_prompt_longer_than_the_context_is_refused_with_one_line(pair, capsys):
+    ids = ",".join(["1"] * 250)  # the tiny models read 256 positions
+    assert main(["generate", "--target", pair[0], "--draft", "none", "--prompt-ids", ids,
+                 "--max-new-tokens", "20"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "context of 256 tokens" in err

@@ -1,4 +1,6 @@
 """Generate-tab callbacks as plain generators, driven by a scripted engine (no server, no torch)."""
+import json
+
 import pytest
 
 from specdec.ui.callbacks import Lab, Throttle, make_settings
@@ -33,47 +35,103 @@ def test_streams_at_least_one_token_update_per_step(lab, engine):
     assert len(streamed) >= len(engine.generations[0].events)
 
 
-def test_streamed_updates_are_light_and_plots_come_at_the_end(lab):
+def test_streamed_updates_are_light_and_plots_come_once_the_run_ends(lab):
     updates = run(lab)
-    streaming = [u for u in updates if "tokens" in u and "plot_acceptance" not in u]
-    assert all("steps_table" not in u for u in streaming)
+    heavy = next(i for i, u in enumerate(updates) if "plot_acceptance" in u)
+    assert all("steps_table" not in u for u in updates[:heavy])
     assert {"plot_acceptance", "plot_lengths", "plot_throughput", "plot_memory", "steps_table",
-            "exports"} <= set(updates[-1])
+            "exports"} <= set(updates[heavy])
 
 
-def test_the_baseline_is_measured_before_plots_are_sent(lab, engine):
+def test_no_timed_run_starts_before_the_plots_are_sent(lab, engine):
     for update in lab.generate(Session(), **ARGS):
         if "plot_acceptance" in update:
-            assert len(baselines_run(engine)) == 1
+            assert len(engine.generations) == 1  # the streamed run only
             return
     pytest.fail("no plots were sent")
 
 
-def test_final_cards_show_speedup_against_a_measured_baseline(lab, engine):
-    final = run(lab)[-1]
-    assert len(baselines_run(engine)) == 1 and "×" in final["cards"] and "baseline measured" in final["cards"]
+def test_while_measuring_only_the_cards_and_status_change(lab):
+    updates = run(lab)
+    heavy = next(i for i, u in enumerate(updates) if "plot_acceptance" in u)
+    measuring = updates[heavy + 1:-1]
+    assert measuring and all(set(u) == {"cards", "status"} for u in measuring)
+    assert "measuring…" in measuring[0]["cards"]
+
+
+def test_the_speedup_card_shows_the_median_its_interval_and_the_repeats(lab):
+    cards = run(lab)[-1]["cards"]
+    assert "×" in cards and "95% interval" in cards and "repeats" in cards and 'data-verdict="faster"' in cards
+
+
+def test_the_final_status_says_the_timing_comes_from_repeats_apart_from_the_streamed_run(lab):
+    status = run(lab)[-1]["status"]
+    assert status.startswith('<div class="status-line">Done.') and "apart from the streamed run" in status
+
+
+def test_timed_target_only_runs_produce_as_many_tokens_as_the_speculative_ones(lab, engine):
+    run(lab)
+    timed = engine.generations[1:]
+    assert len({g.result().metrics.new_tokens for g in timed}) == 1
+
+
+def test_cards_label_the_acceptance_rate_and_alpha_with_their_definitions(lab):
+    cards = run(lab)[-1]["cards"]
+    assert "Acceptance rate (accepted / drafted)" in cards and "α (accepted / evaluated)" in cards
 
 
 def test_final_cards_compare_tokens_per_forward_with_the_theory_at_measured_alpha(lab):
     cards = run(lab)[-1]["cards"]
-    assert "theory" in cards and "measured α=" in cards
+    assert "theory E =" in cards and "(accepted / evaluated)" in cards
 
 
-def test_baseline_is_cached_per_configuration_and_ignores_k(lab, engine):
+def test_the_theory_note_is_left_out_where_the_drafter_proposed_far_fewer_than_k():
+    from specdec.ui.cards import theory_note
+    from ui_fakes import make_step
+    sparse = [make_step(i, [(" a", True)] if i % 3 == 0 else [], ("b", "bonus")) for i in range(6)]
+    assert "no i.i.d. theory" in theory_note(sparse, max_new_tokens=64)
+
+
+def test_a_configuration_is_measured_once_per_session(lab, engine):
+    session = Session()
+    first = run(lab, session)[-1]["cards"]
+    runs = len(engine.generations)
+    second = run(lab, session)[-1]["cards"]
+    assert len(engine.generations) == runs + 1 and first == second  # + the streamed run
+
+
+def test_another_k_is_another_configuration(lab, engine):
     session = Session()
     run(lab, session)
+    runs = len(engine.generations)
     run(lab, session, k=2)
-    assert len(baselines_run(engine)) == 1
-    run(lab, session, temperature=0.7)
-    assert len(baselines_run(engine)) == 2
+    assert len(baselines_run(engine)) > 0 and len(engine.generations) > runs + 1
 
 
-def test_sessions_do_not_share_runs_or_baselines(lab, engine):
+def test_sessions_do_not_share_runs_or_measurements(lab, engine):
     first, second = Session(), Session()
     run(lab, first)
-    assert second.last_run is None and not second.baselines
+    assert second.last_run is None and not second.measurements
     run(lab, second)
-    assert len(baselines_run(engine)) == 2 and first.last_run is not second.last_run
+    assert first.last_run is not second.last_run and second.measurements
+
+
+def test_stop_during_the_measurement_keeps_the_estimate_so_far(lab):
+    session = Session()
+    stream = lab.generate(session, **ARGS)
+    while "1 repeat; a 95% interval needs 6 · measuring…" not in next(stream).get("cards", ""):
+        pass  # the first timed pair is in
+    lab.stop(session)
+    final = list(stream)[-1]
+    assert "Stopped the measurement" in final["status"] and "×" in final["cards"]
+
+
+def test_the_json_export_has_the_baseline_the_speedup_and_its_interval(lab):
+    exports = run(lab)[-1]["exports"]
+    report = json.loads(open(next(p for p in exports if p.endswith(".json"))).read())
+    assert report["speedup"]["ratio"] > 1 and report["speedup"]["low"] is not None
+    assert report["baseline"]["new_tokens"] == report["speedup"]["new_tokens"]
+    assert "accepted / evaluated" in report["definitions"]["alpha"] and report["alpha"] is not None
 
 
 def test_model_loading_reports_progress(lab):
@@ -84,7 +142,7 @@ def test_model_loading_reports_progress(lab):
 @pytest.mark.parametrize("changes, message", [
     (dict(prompt="   "), "prompt is empty"),
     (dict(draft="unknown-model"), "Unknown model"),
-    (dict(target_custom="offline-preset"), "cannot be reached"),
+    (dict(target_custom="offline-org/preset"), "cannot be reached"),
     (dict(draft="incompatible-draft"), "different tokenizers"),
 ])
 def test_bad_input_shows_an_error_and_touches_nothing_else(lab, changes, message):

@@ -52,3 +52,8 @@ def test_bonus_token_is_explained():
 def test_step_narration_counts_drafts_and_acceptances():
     story = inspector.narrate_step(mixed_run()[1])
     assert "K = 3" in story and "accepted <b>1</b>" in story and "residual" in story
+
+
+def test_token_labels_get_room_below_the_bars_and_the_legend_sits_above():
+    fig = inspector.inspect_figure(mixed_run()[1], "d1")
+    assert fig.layout.xaxis.automargin and fig.layout.legend.y >= 1.0 and fig.layout.xaxis.tickangle

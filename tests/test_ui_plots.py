@@ -2,10 +2,11 @@
 from specdec.ui import plots
 from ui_fakes import MEMORY, FakeEngine, FakeModel, mixed_run
 from specdec.events import DecodeSettings
+from specdec.metrics import position_counts
 
 
-def test_acceptance_by_position_counts_drafted_evaluated_and_accepted():
-    assert plots.acceptance_by_position(mixed_run()) == [(0, 3, 3, 3), (1, 3, 3, 1), (2, 1, 0, 0)]
+def test_position_counts_give_drafted_evaluated_and_accepted_per_draft_position():
+    assert position_counts(mixed_run()) == [(0, 3, 3, 3), (1, 3, 3, 1), (2, 1, 0, 0)]
 
 
 def test_acceptance_figure_has_one_bar_per_draft_position():
@@ -24,7 +25,7 @@ def test_throughput_figure_draws_speculative_and_baseline_with_their_rates():
     spec = engine.generate(model, FakeModel("d"), [1, 2], DecodeSettings(k=4, max_new_tokens=12))
     base = engine.generate(model, None, [1, 2], DecodeSettings(k=4, max_new_tokens=12))
     fig = plots.throughput_figure(spec, base)
-    assert [t.name.split(":")[0] for t in fig.data] == ["speculative", "target-only (measured)"]
+    assert [t.name.split(":")[0] for t in fig.data] == ["speculative (timed)", "target-only (timed)"]
     assert fig.data[0].y[-1] == spec.metrics.new_tokens and fig.data[0].x[-1] == spec.metrics.wall_time_s
 
 
@@ -36,3 +37,8 @@ def test_memory_figure_breaks_down_weights_caches_and_rss():
 def test_run_figures_returns_the_four_plots_by_output_name():
     assert set(plots.run_figures(mixed_run())) == {"plot_acceptance", "plot_lengths", "plot_throughput",
                                                    "plot_memory"}
+
+
+def test_the_acceptance_figure_names_acceptance_rate_and_alpha_with_their_definitions():
+    names = [t.name for t in plots.acceptance_by_position_figure(mixed_run()).data]
+    assert names == ["acceptance rate (accepted / drafted)", "α (accepted / evaluated)"]

@@ -27,16 +27,49 @@ def test_finished_lanes_are_not_scheduled():
     assert next_lane([base, spec]) is None
 
 
-def test_race_streams_both_lanes_until_both_finish_and_states_the_speedup():
-    updates = list(race(Lab(FakeEngine(), token_interval_s=0.0), Session(), **ARGS))
-    final = updates[-1]
-    assert "Target only (finished)" in final["race_base"] and "Speculative (finished)" in final["race_spec"]
-    assert "tok/s" in final["race_base"] and "× the target-only speed" in final["race_summary"]
-    assert sum("race_spec" in u for u in updates) > 2
+def race_lab():
+    return Lab(FakeEngine(), token_interval_s=0.0, settle_s=0.0)
+
+
+def test_race_streams_both_lanes_until_both_finish():
+    updates = list(race(race_lab(), Session(), **ARGS))
+    final_lanes = [u for u in updates if "race_base" in u][-1]
+    assert "Target only (finished)" in final_lanes["race_base"] and "Speculative (finished)" in final_lanes["race_spec"]
+    assert "tok/s" in final_lanes["race_base"] and sum("race_spec" in u for u in updates) > 2
+
+
+def test_the_race_verdict_is_the_measured_speedup_with_its_interval():
+    summary = list(race(race_lab(), Session(), **ARGS))[-1]["race_summary"]
+    assert "Measured speedup:" in summary and "95% interval" in summary and "is faster" in summary
+    assert 'class="key-result"' in summary and "In this race:" in summary
+
+
+def test_race_and_generate_show_the_same_figure_for_the_same_configuration():
+    lab, session = race_lab(), Session()
+    cards = list(lab.generate(session, **ARGS))[-1]["cards"]
+    summary = list(race(lab, session, **ARGS))[-1]["race_summary"]
+    (measurement,) = session.measurements.values()
+    est = measurement.estimate()
+    assert est.describe() in summary and f"{est.ratio:.2f}×" in cards and f"{est.low:.2f}–{est.high:.2f}" in cards
+
+
+def test_a_stopped_race_gives_no_verdict():
+    lab, session = race_lab(), Session()
+    stream = race(lab, session, **{**ARGS, "max_new_tokens": 200})
+    next(u for u in stream if "race_spec" in u)
+    lab.stop(session)
+    final = list(stream)[-1]
+    assert "no verdict for a partial race" in final["race_summary"] and "faster" not in final["race_summary"]
+    assert "Stopped" in final["status"]
+
+
+def test_the_target_only_lane_has_no_step_marks_but_the_speculative_lane_does():
+    final = [u for u in race(race_lab(), Session(), **ARGS) if "race_base" in u][-1]
+    assert "step-mark" not in final["race_base"] and "step-mark" in final["race_spec"]
 
 
 def test_race_lanes_render_tokens_with_their_classes():
-    final = list(race(Lab(FakeEngine(), token_interval_s=0.0), Session(), **ARGS))[-1]
+    final = [u for u in race(race_lab(), Session(), **ARGS) if "race_base" in u][-1]
     assert "tok-target" in final["race_base"] and "tok-accepted" in final["race_spec"]
 
 

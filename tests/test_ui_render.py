@@ -1,7 +1,7 @@
 """Token rendering: every fate has its class, rejected drafts stay where they were proposed."""
 import re
 
-from specdec.ui.render import render_error, render_legend, render_step, render_tokens
+from specdec.ui.render import render_error, render_key_result, render_legend, render_step, render_tokens
 from ui_fakes import make_step, mixed_run
 
 
@@ -78,3 +78,13 @@ def test_legend_shows_a_sample_of_each_fate_styled_like_the_tokens():
 def test_error_box_is_empty_without_a_message_and_escaped_with_one():
     assert render_error(None) == "" and render_error("") == ""
     assert "error-box" in render_error("x < y") and "x &lt; y" in render_error("x < y")
+
+
+def test_step_marks_can_be_left_out_for_one_token_steps():
+    events = [make_step(i, [], (f"t{i}", "target")) for i in range(3)]
+    assert "step-mark" not in render_tokens(events, step_marks=False) and "step-mark" in render_tokens(events)
+
+
+def test_a_key_result_is_boxed_and_carries_its_verdict():
+    html = render_key_result("1.42× <faster>", "faster")
+    assert 'class="key-result" data-verdict="faster"' in html and "&lt;faster&gt;" in html

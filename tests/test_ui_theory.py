@@ -30,6 +30,41 @@ def test_measured_alpha_ignores_unchecked_positions():
     assert theory.measured_alpha(mixed_run()) == pytest.approx(4 / 6)
 
 
+def test_acceptance_rate_counts_unchecked_tokens_as_drafted_unlike_alpha():
+    assert theory.acceptance_rate(mixed_run()) == pytest.approx(4 / 7)
+
+
+def test_the_measured_form_divides_by_k_c_plus_v():
+    assert theory.theoretical_speedup(0.8, 4, 0.05, v=1.5) == pytest.approx(3.3616 / 1.7)
+    assert theory.theoretical_speedup(0.8, 4, 0.05, v=1.0) == theory.theoretical_speedup(0.8, 4, 0.05)
+
+
+def test_v_is_a_speculative_steps_target_side_over_a_target_only_step():
+    spec = [make_step(i, [(" a", True)] * 4, ("b", "bonus"), times=(0.004, 0.015, 0.005)) for i in range(3)]
+    base = [make_step(i, [], ("b", "target"), times=(0, 0.008, 0.002)) for i in range(3)]
+    assert theory.verify_cost_ratio(spec, base, 4) == pytest.approx(2.0)
+
+
+def test_paired_cost_ratios_take_the_median_over_pairs_of_each_pairs_own_ratio():
+    from specdec.measurement import Pair, Timing
+    pairs = [Pair(Timing(1, 1, theory.SpeculativeCosts(d, 3 * s, 4, 4, 4)), Timing(1, 1, theory.BaselineCosts(s)), True)
+             for d, s in ((0.1, 1.0), (0.4, 2.0), (0.9, 3.0))]
+    assert theory.paired_cost_ratios(pairs) == (pytest.approx(0.2), pytest.approx(3.0))
+
+
+def test_a_robust_line_ignores_one_wild_point():
+    assert theory.fit_line([1, 2, 3, 4, 5], [1.0, 1.1, 5.0, 1.3, 1.4]) == (pytest.approx(0.9), pytest.approx(0.1))
+
+
+def test_the_draft_capacity_is_k_per_step_shrinking_near_max_new_tokens():
+    steps = [make_step(i, [(" a", True)] * 4, ("b", "bonus")) for i in range(3)]  # 5 tokens a step
+    assert theory.draft_capacity(steps, 4, max_new_tokens=12) == 4 + 4 + 1  # the last: 2 remaining, K=1
+
+
+def test_relative_errors_skip_missing_points():
+    assert theory.relative_errors([1.1, None, 0.9], [1.0, 1.0, 1.0]) == [pytest.approx(0.1), pytest.approx(-0.1)]
+
+
 def test_cost_ratio_is_median_draft_forward_over_median_target_forward():
     spec = [make_step(i, [(" a", True)] * 4, ("b", "bonus"), times=(0.004, 0.1, 0)) for i in range(3)]
     base = [make_step(i, [], ("b", "target"), times=(0, 0.010, 0)) for i in range(3)]

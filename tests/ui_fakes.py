@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from specdec.errors import IncompatibleModelsError, ModelLoadError, OfflineError
+from specdec.theory import measured_alpha
 from specdec.events import (DecodeSettings, DraftToken, FinalToken, MemoryReport, RunMetrics, RunResult,
                             StepEvent, TokenProb)
 
@@ -122,7 +123,7 @@ class FakeGeneration:
         accepted = sum(e.num_accepted for e in self.events)
         metrics = RunMetrics(
             new_tokens=len(ids), steps=len(self.events), drafted_tokens=drafted, accepted_tokens=accepted,
-            acceptance_rate=accepted / drafted if drafted else None,
+            acceptance_rate=accepted / drafted if drafted else None, alpha=measured_alpha(self.events),
             mean_tokens_per_target_forward=len(ids) / max(len(self.events), 1), acceptance_by_position=[],
             target_forwards=len(self.events), draft_forwards=drafted, wall_time_s=wall,
             tokens_per_s=len(ids) / wall if wall else 0.0, draft_time_s=0.0, verify_time_s=wall,

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from specdec.metrics import position_counts
+
 from specdec.theory import compute_stats, result_stats, step_seconds
 
 COLORS = {"accepted": "#009E73", "rejected": "#D55E00", "resampled": "#E69F00", "bonus": "#0072B2",
@@ -16,18 +18,8 @@ def style_figure(fig: go.Figure, title: str, x: str, y: str, height: int = 300) 
     return fig
 
 
-def acceptance_by_position(events) -> list[tuple[int, int, int, int]]:
-    """Per draft position: (position, drafted, evaluated, accepted)."""
-    width = max((len(e.drafted) for e in events), default=0)
-    rows = []
-    for pos in range(width):
-        at = [e.drafted[pos] for e in events if len(e.drafted) > pos]
-        rows.append((pos, len(at), sum(d.evaluated for d in at), sum(d.accepted for d in at)))
-    return rows
-
-
 def acceptance_by_position_figure(events) -> go.Figure:
-    rows = acceptance_by_position(events)
+    rows = position_counts(events)
     pos = [r[0] + 1 for r in rows]
     fig = go.Figure()
     fig.add_bar(x=pos, y=[r[3] / r[1] if r[1] else None for r in rows], name="acceptance rate (accepted / drafted)",
