@@ -1,4 +1,4 @@
-"""``python -m specdec.train build|cards|pins``.
+"""``python -m specdec.train build|cards|pins|zoo``.
 
 Run builds as ``OMP_WAIT_POLICY=PASSIVE python -m specdec.train build ...``: on a CPU shared with other
 work, OpenMP threads that spin at barriers slow training down two to three times (measured here).
@@ -65,6 +65,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     pins = sub.add_parser("pins", help="print the pinned greedy continuations for the tests")
     pins.add_argument("--dir", default=None)
     pins.set_defaults(func=run_pins)
+    from specdec.zoo.cli import add_parser as add_zoo_parser
+
+    add_zoo_parser(sub)  # the SmolLM2-135M drafter zoo (specdec/zoo/)
     return parser.parse_args(argv)
 
 

@@ -1,0 +1,62 @@
+"""The draft zoo: four drafters trained by this project for SmolLM2-135M-Instruct.
+
+  smollm2-135m-draft       a 2-layer draft model on the target's embedding, norm and head
+  smollm2-135m-early-exit  the target's first 6 layers + a trained adapter layer, the target's head
+  smollm2-135m-medusa      4 Medusa heads on the target's last hidden state
+  smollm2-135m-eagle       an EAGLE-style head: one decoder layer over [feature; next-token embedding]
+
+Weights and model cards live in assets/drafters/<name>/ (built by ``python -m specdec.train zoo``);
+docs/zoo.md explains each family. Importing this module registers the four names with
+specdec.drafters.registry (the registry imports it lazily).
+"""
+from __future__ import annotations
+
+from ..drafters.registry import DrafterSpec, register
+from .build import TARGET, build_draft_model, build_eagle, build_early_exit, build_medusa, drafter_dir
+
+DESCRIPTIONS = {
+    "smollm2-135m-draft": "draft model: 2 own decoder layers on the target's embedding and head (14 MB); "
+                          "reads only tokens; costs 2 layers + the full head per drafted token",
+    "smollm2-135m-early-exit": "early exit: the target's first 6 of 30 layers + a trained adapter layer (7 MB); "
+                               "reads only tokens; costs 7 layers + the full head per drafted token",
+    "smollm2-135m-medusa": "Medusa: 4 residual heads on the target's last hidden state (2.7 MB); "
+                           "reads the target's features; costs 4 small blocks + a 12k-token head, once for all K tokens",
+    "smollm2-135m-eagle": "EAGLE: one decoder layer over [target feature; next-token embedding] (8.4 MB); "
+                          "reads the target's features; costs 1 layer + a 12k-token head per drafted token",
+}
+FAMILIES = {
+    "smollm2-135m-draft": "draft model",
+    "smollm2-135m-early-exit": "early exit",
+    "smollm2-135m-medusa": "medusa",
+    "smollm2-135m-eagle": "eagle",
+}
+NAMES = tuple(DESCRIPTIONS)
+
+
+def available(name: str) -> bool:
+    return (drafter_dir(name) / "model.safetensors").exists()
+
+
+def _builder(name: str):
+    description = DESCRIPTIONS[name]
+
+    def build(target, load_model=None):
+        if name == "smollm2-135m-draft":
+            drafter = build_draft_model(target, name)
+        elif name == "smollm2-135m-early-exit":
+            drafter = build_early_exit(target, name)
+        elif name == "smollm2-135m-medusa":
+            return build_medusa(target, name, description)
+        else:
+            return build_eagle(target, name, description)
+        drafter.family = FAMILIES[name]
+        drafter.description = description
+        return drafter
+
+    return build
+
+
+for _name in NAMES:
+    if available(_name):
+        register(DrafterSpec(name=_name, family=FAMILIES[_name], description=DESCRIPTIONS[_name],
+                             build=_builder(_name), targets=(TARGET,)))

@@ -1,0 +1,140 @@
+"""Model cards for the zoo drafters: measured held-out figures written into assets/drafters/<name>/.
+
+``write_cards`` loads the target as the app does (load_model: float32 on this CPU), builds every shipped
+drafter through the registry, measures them (evaluate.py) on held-out prompts in the target's chat
+template, and writes README.md (the card) and card.json (the figures) next to each drafter's weights.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+from .evaluate import NEW_TOKENS, SETTINGS, evaluate
+from .prompts import KINDS, heldout_prompts
+
+KIND_NAMES = {"chat": "chat prose", "code": "code", "rewrite": "rewriting"}
+
+
+def _fmt(x, spec=".2f", none="–"):
+    return none if x is None else format(x, spec)
+
+
+def _load(out: Path):
+    from ..drafters.registry import load_drafter
+    from ..loading import load_model
+    from . import NAMES
+    from .data import chat_ids
+
+    target = load_model("smollm2-135m-instruct")
+    drafters = {}
+    for name in NAMES:
+        if (out / name / "model.safetensors").exists():
+            drafters[name] = load_drafter(name, target)
+    return target, drafters, chat_ids
+
+
+def measure_all(out: Path, prompts_per_kind: int = 2, log=print) -> dict:
+    target, drafters, chat_ids = _load(out)
+    prompts = {k: [chat_ids(target.tokenizer, t) for t in v] for k, v in heldout_prompts(prompts_per_kind).items()}
+    # warm-up (first calls allocate caches and pick kernels)
+    from ..decoding import generate
+    from ..events import DecodeSettings
+
+    for d in [None, *drafters.values()]:
+        generate(target, d, prompts["chat"][0], DecodeSettings(max_new_tokens=8, k=4))
+    started = time.time()
+    measured = evaluate(target, drafters, prompts, log=log)
+    return {"figures": measured["figures"], "best_k_greedy_chat": measured["best_k"], "seconds": time.time() - started,
+            "target_dtype": str(target.dtype).replace("torch.", ""), "prompts": heldout_prompts(prompts_per_kind),
+            "machine": f"{platform.machine()} CPU, {torch.get_num_threads()} threads, torch {torch.__version__}",
+            "load_average": _loadavg(), "param_bytes": {n: d.param_bytes() for n, d in drafters.items()}}
+
+
+def _loadavg() -> str:
+    try:
+        return Path("/proc/loadavg").read_text().split(" ")[0]
+    except OSError:
+        return "?"
+
+
+def _generation(data: dict) -> str:
+    g = data.get("generation") or {}
+    if not g:
+        return "not recorded"
+    return (f"{g.get('batches', '?')} batches of {g.get('batch_size', '?')} prompts in {g.get('wall_s', 0) / 60:.0f} min"
+            + (f" ({g['note']})" if g.get("note") else ""))
+
+
+def card_text(name: str, meta: dict, m: dict) -> str:
+    fig = m["figures"][name]
+    lines = [f"# {name}", "", meta.get("description", ""), "",
+             f"Family: **{meta['family']}**. Target: `smollm2-135m-instruct` (its tokenizer, embedding, norm and head "
+             "are the target's own; only the weights in this folder are new).", "",
+             "## Measured (held-out prompts, this 2-core CPU)", "",
+             f"Target in {m['target_dtype']}, {m['machine']}; {len(m['prompts']['chat'])} held-out prompts per kind "
+             f"(topics, tasks and passages never used in training), {NEW_TOKENS} new tokens, chat template. Speedup = tokens/s "
+             "with this drafter over tokens/s of the target alone on the same prompt and settings (median over "
+             "prompts; the target-only rate is the mean of greedy runs before and after the drafters' runs on that prompt). Tokens per target forward include the bonus/correction token (plain decoding = 1.00). c = "
+             "draft time per drafted token / target time per verification forward. Measured while other work shared "
+             f"the CPU (load average {m['load_average']} at the end): speedups are noisy.", "",
+             "| setting | prompt kind | acceptance | tokens / target forward | c | speedup |",
+             "|---|---|---|---|---|---|"]
+    for sname in SETTINGS:
+        label = "K=4 greedy" if sname == "greedy" else "K=4, T=0.7"
+        for kind in KINDS:
+            f = fig[sname][kind]
+            lines.append(f"| {label} | {KIND_NAMES[kind]} | {_fmt(f['acceptance'])} | {_fmt(f['tokens_per_forward'])} | "
+                         f"{_fmt(f['c'])} | {_fmt(f['speedup'])}x |")
+    ks = m["best_k_greedy_chat"][name]
+    best = max(ks, key=ks.get)
+    lines += ["", "Greedy speedup by K (held-out chat prompts): "
+              + ", ".join(f"K={k}: {v:.2f}x" for k, v in ks.items()) + f"; best K = {best}.", ""]
+    tr = meta.get("training", {})
+    data = meta.get("data", {})
+    lines += ["## How it was made", "",
+              f"- Command: `{meta.get('command', '')}` (profile `{meta.get('profile')}`, seed {meta.get('seed')}), "
+              f"on {meta.get('machine', '?')}.",
+              f"- Data: {data.get('source', '')}. {data.get('sequences')} sequences, {data.get('tokens')} tokens "
+              f"({data.get('answer_tokens')} of them the target's answers); by kind {data.get('by_kind')}; "
+              f"by decoding {data.get('by_mode')}.",
+              f"- Draft vocabulary: {data.get('draft_vocab')} ids (the target's most frequent first choices in the data, "
+              f"then the lowest ids; they cover {_fmt(data.get('draft_vocab_top1_coverage'), '.3f')} of its first "
+              "choices on the training data).",
+              f"- Data generation: {_generation(data)}.",
+              f"- Training: {tr.get('steps')} of {tr.get('planned_steps')} planned steps in {tr.get('seconds', 0) / 60:.1f} "
+              f"min{' (stopped by its time budget)' if tr.get('stopped_by_time_budget') else ''}; config "
+              f"`{json.dumps(meta.get('train_config', {}))}`.",
+              f"- Initialisation: {meta.get('init', '')}.",
+              f"- Weights: `model.safetensors`, bf16, {m['param_bytes'].get(name, 0) / 1e6:.1f} MB in memory at "
+              "runtime (the file's new weights, plus for the heads a gathered copy of the target's head rows of the "
+              "draft vocabulary).", ""]
+    return "\n".join(lines)
+
+
+def write_cards(out: Path, prompts_per_kind: int = 2, log=print) -> dict:
+    out = Path(out)
+    m = measure_all(out, prompts_per_kind, log=log)
+    render_cards(out, m, log=log)
+    return m
+
+
+def render_cards(out: Path, m: dict, log=print) -> None:
+    """README.md and card.json of every measured drafter from the measurement `m` and its zoo.json."""
+    from . import DESCRIPTIONS
+
+    for name in m["figures"]:
+        meta = json.loads((out / name / "zoo.json").read_text())
+        meta["description"] = DESCRIPTIONS.get(name, "")
+        (out / name / "README.md").write_text(card_text(name, meta, m))
+        card = {"figures": {s: {k: {x: y for x, y in f.items() if x != "rows"} for k, f in v.items()}
+                            for s, v in m["figures"][name].items()},
+                "rows": {s: {k: f["rows"] for k, f in v.items()} for s, v in m["figures"][name].items()},
+                "best_k_greedy_chat": m["best_k_greedy_chat"][name],
+                "param_bytes": m["param_bytes"].get(name),
+                **{k: m[k] for k in ("target_dtype", "machine", "load_average", "prompts", "seconds")}}
+        (out / name / "card.json").write_text(json.dumps(card, indent=1) + "\n")
+        log(f"wrote card for {name}")

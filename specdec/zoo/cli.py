@@ -1,0 +1,58 @@
+"""The ``zoo`` subcommand of ``python -m specdec.train`` (see pipeline.py and cards.py)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+
+def add_parser(sub) -> None:
+    zoo = sub.add_parser("zoo", help="build the SmolLM2-135M drafter zoo (data, training, cards)")
+    zoo.add_argument("--stage", default="all", choices=["all", "data", "train", "cards"],
+                     help="all = data + train + cards; data shards in --work are reused when present")
+    zoo.add_argument("--profile", default="shipped", choices=["shipped", "tiny"])
+    zoo.add_argument("--seed", type=int, default=0)
+    zoo.add_argument("--out", default=None, help="folder for the drafters (default: assets/drafters)")
+    zoo.add_argument("--work", default=None, help="data shards and logs (default: ~/.cache/specdec/zoo-work)")
+    zoo.add_argument("--only", default=None, help="comma-separated drafter names to train (default: all four)")
+    zoo.add_argument("--threads", type=int, default=2)
+    zoo.add_argument("--prompts-per-kind", type=int, default=2, help="cards: held-out prompts per kind")
+    zoo.set_defaults(func=run)
+
+
+def command_line(args) -> str:
+    parts = ["python -m specdec.train zoo", f"--stage {args.stage}", f"--profile {args.profile}", f"--seed {args.seed}"]
+    if args.out:
+        parts.append(f"--out {args.out}")
+    if args.only:
+        parts.append(f"--only {args.only}")
+    command = " ".join(parts)
+    if os.environ.get("OMP_WAIT_POLICY"):
+        command = f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']} {command}"
+    return command
+
+
+def run(args: argparse.Namespace) -> None:
+    from .build import ASSETS
+    from .pipeline import NAMES, PROFILES, build_zoo, load_target_for_training
+
+    torch.set_num_threads(args.threads)
+    out = Path(args.out) if args.out else ASSETS
+    work = Path(args.work) if args.work else Path.home() / ".cache" / "specdec" / "zoo-work"
+    log = lambda s: print(s, flush=True)  # noqa: E731
+    if args.stage != "cards":
+        model, tokenizer, folder = load_target_for_training()
+        only = tuple(args.only.split(",")) if args.only else NAMES
+        summary = build_zoo(model, tokenizer, out, work, PROFILES[args.profile], seed=args.seed,
+                            command=command_line(args), stage=args.stage if args.stage != "all" else "all",
+                            only=only, log=log)
+        log(json.dumps({k: v for k, v in summary.items() if k != "drafters"}, indent=1))
+        del model
+    if args.stage in ("all", "cards"):
+        from .cards import write_cards
+
+        write_cards(out, prompts_per_kind=args.prompts_per_kind, log=log)

@@ -1,0 +1,265 @@
+"""Training data for the draft zoo: the target's own answers (self-distillation) and its features.
+
+1. ``generate_answers``: the target answers the instructions of prompts.py in batches (bfloat16, half the
+   batches greedy, half sampled at T = 0.7, up to ``max_new_tokens``), written to a JSONL file as they
+   finish, so an interrupted run resumes where it stopped.
+2. ``teacher_pass``: one teacher-forced bfloat16 pass over every sequence, keeping what each drafter trains
+   on: the final-norm hidden state (EAGLE / Medusa input), the hidden state after layer L (early-exit
+   input) and the target's top-k next-token logits (distillation labels).
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import torch
+
+
+def chat_ids(tokenizer, instruction: str) -> list[int]:
+    """The instruction in the target's chat template, ready for the assistant's answer."""
+    ids = tokenizer.apply_chat_template([{"role": "user", "content": instruction}], add_generation_prompt=True,
+                                        tokenize=True)
+    if isinstance(ids, dict) or hasattr(ids, "keys"):
+        ids = ids["input_ids"]
+    return list(ids)
+
+
+def generate_answers(model, tokenizer, prompts: list[tuple[str, str]], out_path: Path, *, batch_size: int = 32,
+                     max_new_tokens: int = 192, seed: int = 0, max_prompt_tokens: int = 320,
+                     time_budget_s: float | None = None, log=print) -> dict:
+    """Append {kind, prompt, answer, mode} records to out_path for prompts not yet there."""
+    out_path = Path(out_path)
+    done = set()
+    if out_path.exists():
+        for line in out_path.read_text().splitlines():
+            if line.strip():
+                done.add(json.loads(line)["index"])
+    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    items = []
+    for index, (kind, text) in enumerate(prompts):
+        if index in done:
+            continue
+        ids = chat_ids(tokenizer, text)
+        if len(ids) <= max_prompt_tokens:
+            items.append((index, kind, ids))
+    # batches of similar prompt length (less padding); batch order shuffled with the seed
+    items.sort(key=lambda it: len(it[2]))
+    batches = [items[i:i + batch_size] for i in range(0, len(items), batch_size)]
+    g = torch.Generator().manual_seed(seed)
+    order = torch.randperm(len(batches), generator=g).tolist()
+    start, tokens = time.time(), 0
+    model.eval()
+    with out_path.open("a") as f:
+        for bi, b in enumerate(order):
+            batch = batches[b]
+            sampled = b % 2 == 1
+            width = max(len(it[2]) for it in batch)
+            input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for r, (_, _, ids) in enumerate(batch):
+                input_ids[r, width - len(ids):] = torch.tensor(ids)
+                mask[r, width - len(ids):] = 1
+            torch.manual_seed(seed * 100003 + b)
+            with torch.no_grad():
+                out = model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                     do_sample=sampled, temperature=0.7 if sampled else None, top_p=None,
+                                     top_k=None, eos_token_id=eos, pad_token_id=pad)
+            for r, (index, kind, ids) in enumerate(batch):
+                answer = out[r, width:].tolist()
+                if eos in answer:
+                    answer = answer[:answer.index(eos) + 1]
+                tokens += len(answer)
+                f.write(json.dumps({"index": index, "kind": kind, "mode": "T0.7" if sampled else "greedy",
+                                    "prompt": ids, "answer": answer}) + "\n")
+            f.flush()
+            elapsed = time.time() - start
+            log(f"batch {bi + 1}/{len(batches)}: {tokens} answer tokens in {elapsed:.0f} s "
+                f"({tokens / max(elapsed, 1e-9):.0f} tok/s)")
+            if time_budget_s is not None and elapsed > time_budget_s:
+                log("time budget reached; stopping generation")
+                break
+    return {"answer_tokens_this_run": tokens, "seconds": time.time() - start}
+
+
+def read_records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def system_prefix_length(tokenizer) -> int:
+    """Tokens every chat prompt shares (the template's default system turn): not trained on."""
+    a, b = chat_ids(tokenizer, "a"), chat_ids(tokenizer, "b")
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+@torch.no_grad()
+def teacher_pass(model, sequences: list[list[int]], *, exit_layer: int, top_k: int = 20, batch_tokens: int = 4096,
+                 log=print) -> dict:
+    """Teacher-forced bfloat16 pass: per position the final-norm feature, the hidden state after
+    ``exit_layer`` layers and the top-k next-token logits. Returns flat tensors plus offsets."""
+    lengths = [len(s) for s in sequences]
+    total = sum(lengths)
+    d = model.config.hidden_size
+    feats = torch.empty(total, d, dtype=torch.bfloat16)
+    early = torch.empty(total, d, dtype=torch.bfloat16)
+    top_logits = torch.empty(total, top_k, dtype=torch.float16)
+    top_ids = torch.empty(total, top_k, dtype=torch.int32)
+    offsets = [0]
+    for n in lengths:
+        offsets.append(offsets[-1] + n)
+    order = sorted(range(len(sequences)), key=lambda i: lengths[i])
+    start, done, i = time.time(), 0, 0
+    head = model.get_output_embeddings()
+    while i < len(order):
+        width = lengths[order[i]]
+        j = i
+        while j < len(order) and (j - i + 1) * lengths[order[j]] <= batch_tokens:
+            j += 1
+        j = max(j, i + 1)
+        batch = order[i:j]
+        width = max(lengths[b] for b in batch)
+        ids = torch.zeros(len(batch), width, dtype=torch.long)
+        mask = torch.zeros(len(batch), width, dtype=torch.long)
+        for r, b in enumerate(batch):
+            ids[r, : lengths[b]] = torch.tensor(sequences[b])
+            mask[r, : lengths[b]] = 1
+        out = model.model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+        final = out.last_hidden_state  # after the final norm
+        mid = out.hidden_states[exit_layer]  # after exit_layer decoder layers
+        logits = head(final)
+        tl, ti = logits.float().topk(top_k, dim=-1)
+        for r, b in enumerate(batch):
+            n, o = lengths[b], offsets[b]
+            feats[o:o + n] = final[r, :n]
+            early[o:o + n] = mid[r, :n]
+            top_logits[o:o + n] = tl[r, :n].half()
+            top_ids[o:o + n] = ti[r, :n].int()
+        done += sum(lengths[b] for b in batch)
+        i = j
+        log(f"teacher pass: {done}/{total} tokens, {done / max(time.time() - start, 1e-9):.0f} tok/s")
+    return {"features": feats, "early": early, "top_logits": top_logits, "top_ids": top_ids,
+            "offsets": torch.tensor(offsets), "exit_layer": exit_layer}
+
+
+@torch.no_grad()
+def generate_with_features(model, tokenizer, prompts: list[tuple[str, str]], out_dir: Path, *, exit_layer: int,
+                           batch_size: int = 16, max_new_tokens: int = 160, seed: int = 0,
+                           max_prompt_tokens: int = 320, top_k: int = 20, time_budget_s: float | None = None,
+                           max_batches: int | None = None, log=print) -> dict:
+    """Self-distillation data in one pass: the target answers each prompt (a batch at a time; even
+    batches greedy, odd ones sampled at T = 0.7) and every position's teacher signals are kept as they
+    are computed (final-norm feature, hidden state after ``exit_layer`` layers, top-k next-token logits),
+    so no separate teacher pass is needed. One shard per batch in out_dir; existing shards are kept
+    (an interrupted run resumes)."""
+    from specdec.cache_compat import cache_argument_name
+    from transformers import DynamicCache
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    items = []
+    for index, (kind, text) in enumerate(prompts):
+        ids = chat_ids(tokenizer, text)
+        if len(ids) <= max_prompt_tokens:
+            items.append((index, kind, ids))
+    items.sort(key=lambda it: len(it[2]))
+    batches = [items[i:i + batch_size] for i in range(0, len(items), batch_size)]
+    order = torch.randperm(len(batches), generator=torch.Generator().manual_seed(seed)).tolist()
+    (out_dir / "order.json").write_text(json.dumps({"order": order, "batch_size": batch_size, "seed": seed}))
+    cache_arg = cache_argument_name(model)
+    head = model.get_output_embeddings()
+    model.eval()
+    start, tokens, answer_tokens = time.time(), 0, 0
+    for bi, b in enumerate(order):
+        if max_batches is not None and bi >= max_batches:
+            break  # the first max_batches batches of the seeded order: a fixed, reproducible data set
+        shard = out_dir / f"shard_{b:05d}.pt"
+        if shard.exists():
+            continue
+        batch = batches[b]
+        sampled = b % 2 == 1
+        gen = torch.Generator().manual_seed(seed * 100003 + b)
+        width = max(len(it[2]) for it in batch)
+        n = len(batch)
+        ids = torch.zeros((n, width), dtype=torch.long)
+        mask = torch.zeros((n, width), dtype=torch.long)
+        for r, (_, _, p) in enumerate(batch):
+            ids[r, width - len(p):] = torch.tensor(p)
+            mask[r, width - len(p):] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        cache = DynamicCache()
+        finals, earlies, tls, tis, steps = [], [], [], [], []
+        inputs = ids
+        answers = [[] for _ in range(n)]
+        alive = torch.ones(n, dtype=torch.bool)
+        for step in range(max_new_tokens + 1):
+            out = model.model(input_ids=inputs, attention_mask=mask, position_ids=positions,
+                              output_hidden_states=True, use_cache=True, **{cache_arg: cache})
+            final = out.last_hidden_state
+            logits = head(final[:, -1]).float()
+            tl, ti = logits.topk(top_k, dim=-1)
+            if step == 0:
+                finals.append(final), earlies.append(out.hidden_states[exit_layer])
+                full_tl, full_ti = head(final).float().topk(top_k, dim=-1)
+                tls.append(full_tl), tis.append(full_ti)
+            else:
+                finals.append(final), earlies.append(out.hidden_states[exit_layer])
+                tls.append(tl[:, None]), tis.append(ti[:, None])
+            if step == max_new_tokens or not alive.any():
+                break
+            if sampled:
+                nxt = torch.multinomial(torch.softmax(logits / 0.7, dim=-1), 1, generator=gen)[:, 0]
+            else:
+                nxt = logits.argmax(-1)
+            for r in range(n):
+                if alive[r]:
+                    answers[r].append(int(nxt[r]))
+                    if int(nxt[r]) == eos:
+                        alive[r] = False
+            if not alive.any():
+                break
+            inputs = nxt[:, None]
+            mask = torch.cat([mask, torch.ones((n, 1), dtype=torch.long)], dim=1)
+            positions = positions[:, -1:] + 1
+        final = torch.cat(finals, dim=1)
+        early = torch.cat(earlies, dim=1)
+        tl = torch.cat(tls, dim=1)
+        ti = torch.cat(tis, dim=1)
+        records = []
+        for r, (index, kind, p) in enumerate(batch):
+            seq = p + answers[r]
+            cols = slice(width - len(p), width - len(p) + len(seq) - 1)  # positions 0 .. len(seq) - 2
+            records.append({"index": index, "kind": kind, "mode": "T0.7" if sampled else "greedy", "ids": seq,
+                            "prompt_len": len(p),
+                            "features": final[r, cols].to(torch.bfloat16).clone(),
+                            "early": early[r, cols].to(torch.bfloat16).clone(),
+                            "top_logits": tl[r, cols].half().clone(), "top_ids": ti[r, cols].int().clone()})
+            tokens += len(seq)
+            answer_tokens += len(answers[r])
+        torch.save(records, shard)
+        elapsed = time.time() - start
+        log(f"batch {bi + 1}/{len(batches)} ({'T=0.7' if sampled else 'greedy'}): {answer_tokens} answer tokens, "
+            f"{tokens} tokens in {elapsed:.0f} s ({answer_tokens / max(elapsed, 1e-9):.0f} answer tok/s)")
+        if time_budget_s is not None and elapsed > time_budget_s:
+            log("time budget reached; stopping generation")
+            break
+    return {"tokens": tokens, "answer_tokens": answer_tokens, "seconds": time.time() - start,
+            "batch_size": batch_size, "batches": sum(1 for b in order[: max_batches or len(order)]
+                                                     if (out_dir / f"shard_{b:05d}.pt").exists())}
+
+
+def load_shards(out_dir: Path, batches: list[int] | None = None) -> list[dict]:
+    """Records of the given batch numbers (default: every shard present)."""
+    records = []
+    shards = sorted(Path(out_dir).glob("shard_*.pt"))
+    if batches is not None:
+        wanted = set(batches)
+        shards = [s for s in shards if int(s.stem.split("_")[1]) in wanted]
+    for shard in shards:
+        records.extend(torch.load(shard, weights_only=False))
+    records.sort(key=lambda r: r["index"])
+    return records

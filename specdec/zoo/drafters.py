@@ -1,0 +1,167 @@
+"""Runtime drafters of the zoo: Medusa heads and the EAGLE-style head (both read the target's
+final-norm hidden states through Drafter.observe). The small draft model and the early exit are
+ModelDrafters over a LlamaForCausalLM that shares the target's tensors (build.py).
+
+q rows are over the target's vocabulary 0 .. vocab_limit - 1. The heads score only their draft
+vocabulary (the target's head rows of the ids the target most often predicts, EAGLE-3 style);
+every other id has q = 0, which keeps speculative sampling exact (the verifier only needs q to be
+the distribution the draft was drawn from).
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.nn.functional as F
+
+from ..drafters.base import Drafter, Proposal, ProposalContext
+from ..sampling import probabilities, sample
+from .heads import EagleHead, LayerCache, MedusaHeads, param_bytes
+
+
+class _HeadRows:
+    """The target's lm_head rows for the draft vocabulary: features [n, d] -> q rows [n, vocab_limit]."""
+
+    def __init__(self, target_model, draft_vocab: torch.Tensor, vocab_limit: int, dtype):
+        head = target_model.get_output_embeddings()
+        self.ids = draft_vocab[draft_vocab < vocab_limit].long()
+        self.weight = head.weight.detach()[self.ids].to(dtype).contiguous()  # [Vd, d] (a gathered copy)
+        self.bias = None if head.bias is None else head.bias.detach()[self.ids].to(dtype)
+        self.vocab_limit = vocab_limit
+
+    def bytes(self) -> int:
+        return self.weight.numel() * self.weight.element_size()
+
+    def rows(self, features: torch.Tensor, context: ProposalContext) -> tuple[torch.Tensor, list[int]]:
+        """q rows [n, vocab_limit] and the drafted ids (argmax when greedy, a draw when sampling)."""
+        small = F.linear(features, self.weight, self.bias).float()  # [n, Vd]
+        full = small.new_full((small.shape[0], self.vocab_limit), float("-inf"))
+        full[:, self.ids] = small
+        if context.sampling:
+            q = probabilities(full, context.warpers)
+            return q, [sample(row, context.generator) for row in q]
+        q = torch.softmax(full, dim=-1)
+        return q, [int(self.ids[int(small[i].argmax())]) for i in range(small.shape[0])]
+
+
+class _FeatureDrafter(Drafter):
+    """Bookkeeping shared by drafters that read the target's features."""
+
+    reads_target_hidden = True
+
+    def __init__(self, target, vocab_limit: int, draft_vocab: torch.Tensor, name: str, description: str):
+        super().__init__(vocab_limit)
+        self.name, self.description = name, description
+        self.target_model = target.model
+        self.dtype = next(target.model.parameters()).dtype
+        self.head_rows = _HeadRows(target.model, draft_vocab, vocab_limit, self.dtype)
+        self.features: list[torch.Tensor] = []  # one [d] row per observed position
+
+    def start(self, prompt_ids: list[int], max_length: int) -> None:
+        self.features = []
+        self.max_length = max_length
+
+    def observe(self, hidden: torch.Tensor) -> None:
+        self.features.extend(hidden.detach().to(self.dtype).unbind(0))
+
+    def rollback(self, keep: int) -> None:
+        # features of positions >= keep - 1 ... the decoder observes the confirmed ones after this call
+        del self.features[max(0, keep - 1):]
+
+    def _timed(self, fn, *args):
+        start = time.perf_counter()
+        out = fn(*args)
+        self.own_forward_calls += 1
+        self.own_forward_time_s += time.perf_counter() - start
+        return out
+
+
+class MedusaDrafter(_FeatureDrafter):
+    family = "medusa"
+
+    def __init__(self, target, vocab_limit: int, heads: MedusaHeads, draft_vocab: torch.Tensor, name: str,
+                 description: str):
+        super().__init__(target, vocab_limit, draft_vocab, name, description)
+        self.heads = heads.to(self.dtype).eval()
+
+    @torch.inference_mode()
+    def propose(self, seq: list[int], k: int, context: ProposalContext) -> Proposal:
+        k = min(k, len(self.heads.blocks))
+        if k <= 0 or len(self.features) < len(seq) - 1 or len(seq) < 2:
+            return Proposal()
+        feature = self.features[len(seq) - 2]
+        q, ids = self._timed(lambda: self.head_rows.rows(self.heads(feature[None])[0, :k], context))
+        if context.stop_below is not None:
+            for i in range(k):
+                if float(q[i].max()) < context.stop_below:
+                    q, ids = q[: i + 1], ids[: i + 1]
+                    break
+        return Proposal(ids, q)
+
+    def param_bytes(self) -> int:
+        return param_bytes(self.heads) + self.head_rows.bytes()
+
+    def state_bytes(self) -> int:
+        return sum(f.numel() * f.element_size() for f in self.features[-1:])
+
+
+class EagleDrafter(_FeatureDrafter):
+    family = "eagle"
+
+    def __init__(self, target, vocab_limit: int, head: EagleHead, draft_vocab: torch.Tensor, name: str,
+                 description: str):
+        super().__init__(target, vocab_limit, draft_vocab, name, description)
+        self.head = head.to(self.dtype).eval()
+        self.embedding = target.model.get_input_embeddings().weight
+        self.cache = None
+        self.true_length = 0  # head-cache positions computed from true features
+
+    def start(self, prompt_ids: list[int], max_length: int) -> None:
+        super().start(prompt_ids, max_length)
+        self.cache = LayerCache([self.head.layer], self.head.config, max_length, self.dtype)
+        self.true_length = 0
+        self.last_out = None  # head output at position true_length - 1
+
+    def rollback(self, keep: int) -> None:
+        super().rollback(keep)
+        if len(self.features) < self.true_length:
+            self.true_length, self.last_out = 0, None  # recompute from the start (not reached through the decoder)
+
+    @torch.inference_mode()
+    def _chain(self, seq: list[int], k: int, context: ProposalContext):
+        n = len(seq)
+        # head position p holds the pair (feature p, token p + 1); true pairs exist for p <= n - 2
+        if self.true_length > n - 1:  # (not reached through the decoder) forget what seq does not confirm
+            self.true_length, self.last_out = 0, None
+        self.cache.length = self.true_length
+        new = range(self.true_length, n - 1)
+        if len(new):
+            feats = torch.stack([self.features[p] for p in new])
+            toks = torch.tensor([seq[p + 1] for p in new])
+            self.last_out = self.cache.forward(self.head.inputs(feats, F.embedding(toks, self.embedding)))[-1:]
+            self.true_length = n - 1
+        out = self.last_out
+        ids, rows = [], []
+        for i in range(k):
+            feature = self.head.norm(out)  # predicted feature of position n - 1 + i
+            q, token = self.head_rows.rows(feature, context)
+            rows.append(q)
+            ids.append(token[0])
+            if context.stop_below is not None and float(q[0].max()) < context.stop_below:
+                break
+            if i + 1 < k:
+                emb = F.embedding(torch.tensor([token[0]]), self.embedding)
+                out = self.cache.forward(self.head.inputs(feature, emb))
+        return ids, torch.cat(rows)
+
+    def propose(self, seq: list[int], k: int, context: ProposalContext) -> Proposal:
+        if k <= 0 or len(self.features) < len(seq) - 1:
+            return Proposal()
+        ids, q = self._timed(self._chain, seq, k, context)
+        return Proposal(ids, q)
+
+    def param_bytes(self) -> int:
+        return param_bytes(self.head) + self.head_rows.bytes()
+
+    def state_bytes(self) -> int:
+        return self.cache.bytes() if self.cache is not None else 0

@@ -1,0 +1,206 @@
+"""The trained parts of the zoo as torch modules, and a functional Llama decoder layer shared by
+training (whole sequences) and drafting (one sequence, a small static KV cache).
+
+  EagleHead    fc([feature; embedding of the next token]) -> one decoder layer -> RMSNorm -> feature;
+               the target's head rows of the draft vocabulary turn a feature into logits
+  MedusaHeads  n residual blocks on the target's final-norm feature; head k predicts the token k + 1
+               places after the one the feature predicts, through the same draft-vocabulary head rows
+The draft model and the early-exit adapter are plain Llama decoder layers (see build.py).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRMSNorm, apply_rotary_pos_emb
+
+
+def rms_norm(hidden: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """transformers' LlamaRMSNorm, op for op."""
+    dtype = hidden.dtype
+    hidden = hidden.to(torch.float32)
+    variance = hidden.pow(2).mean(-1, keepdim=True)
+    return weight * (hidden * torch.rsqrt(variance + eps)).to(dtype)
+
+
+def rope_tables(config, length: int, dtype, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin [length, head_dim] of the target's rotary embedding (default rope)."""
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    theta = getattr(config, "rope_theta", None)
+    if theta is None:
+        theta = (getattr(config, "rope_parameters", None) or {}).get("rope_theta", 10000.0)
+    inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32, device=device) / head_dim))
+    freqs = torch.arange(length, dtype=torch.float32, device=device)[:, None] * inv[None]
+    emb = torch.cat([freqs, freqs], dim=-1)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def _project(layer: LlamaDecoderLayer, hidden: torch.Tensor, cos, sin):
+    """q, k, v [B, heads, T, hd] with rotary applied (cos, sin: [B or 1, T, hd])."""
+    attn = layer.self_attn
+    b, t, _ = hidden.shape
+    hd = attn.head_dim
+    q = attn.q_proj(hidden).view(b, t, -1, hd).transpose(1, 2)
+    k = attn.k_proj(hidden).view(b, t, -1, hd).transpose(1, 2)
+    v = attn.v_proj(hidden).view(b, t, -1, hd).transpose(1, 2)
+    q, k = apply_rotary_pos_emb(q, k, cos, sin)
+    return q, k, v
+
+
+def _mlp(layer: LlamaDecoderLayer, hidden: torch.Tensor) -> torch.Tensor:
+    normed = layer.post_attention_layernorm(hidden)
+    mlp = layer.mlp
+    return hidden + mlp.down_proj(mlp.act_fn(mlp.gate_proj(normed)) * mlp.up_proj(normed))
+
+
+def _expand_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
+    return x if groups == 1 else x.repeat_interleave(groups, dim=1)
+
+
+def layer_forward(layer: LlamaDecoderLayer, hidden: torch.Tensor, cos, sin, return_kv: bool = False):
+    """A causal decoder layer over whole sequences [B, T, d] (training); optionally also its (k, v)."""
+    q, k, v = _project(layer, layer.input_layernorm(hidden), cos, sin)
+    groups = q.shape[1] // k.shape[1]
+    out = F.scaled_dot_product_attention(q, _expand_kv(k, groups), _expand_kv(v, groups), is_causal=True,
+                                         scale=layer.self_attn.scaling)
+    out = out.transpose(1, 2).reshape(hidden.shape[0], hidden.shape[1], -1)
+    out = _mlp(layer, hidden + layer.self_attn.o_proj(out))
+    return (out, (k, v)) if return_kv else out
+
+
+def layer_forward_unrolled(layer, hidden: torch.Tensor, cos_sin_by_depth, base_kv, chain_kv):
+    """Depth j > 0 of training-time test (EAGLE-3): row p of `hidden` sits at position p + j and sees
+    the depth-0 keys of positions <= p (true features) and the depth-1..j keys of row p (its own chain).
+
+    base_kv: (k0, v0) [B, kvh, T, hd]; chain_kv: list of (k_i, v_i) for depths 1..j-1; returns
+    (output [B, T, d], (k_j, v_j)).
+    """
+    cos, sin = cos_sin_by_depth
+    q, k, v = _project(layer, layer.input_layernorm(hidden), cos, sin)
+    groups = q.shape[1] // k.shape[1]
+    scale = layer.self_attn.scaling
+    k0, v0 = (_expand_kv(x, groups) for x in base_kv)
+    t = hidden.shape[1]
+    scores0 = torch.matmul(q, k0.transpose(-1, -2)) * scale  # [B, h, T, T]
+    causal = torch.ones(t, t, dtype=torch.bool, device=hidden.device).tril()
+    scores0 = scores0.masked_fill(~causal, float("-inf"))
+    chain = list(chain_kv) + [(k, v)]
+    diag = [(q * _expand_kv(ki, groups)).sum(-1, keepdim=True) * scale for ki, _ in chain]  # [B, h, T, 1]
+    scores = torch.cat([scores0] + diag, dim=-1).float().softmax(-1).to(q.dtype)
+    out = torch.matmul(scores[..., :t], v0)
+    for i, (_, vi) in enumerate(chain):
+        out = out + scores[..., t + i : t + i + 1] * _expand_kv(vi, groups)
+    out = out.transpose(1, 2).reshape(hidden.shape[0], t, -1)
+    return _mlp(layer, hidden + layer.self_attn.o_proj(out)), (k, v)
+
+
+class EagleHead(nn.Module):
+    """fc([feature; EMB_SCALE * token embedding]) -> one decoder layer -> predicted next feature (in the
+    target's final-norm space, so the target's head reads it directly; `norm` is the identity).
+    SmolLM2's final-norm features have RMS ~1.9 and its embeddings ~0.14: EMB_SCALE puts the two inputs
+    on one scale, so the token is not drowned out at the start of training."""
+
+    EMB_SCALE = 14.0
+
+    def __init__(self, config):
+        super().__init__()
+        d = config.hidden_size
+        self.config = config
+        self.fc = nn.Linear(2 * d, d, bias=False)
+        self.layer = LlamaDecoderLayer(config, layer_idx=0)
+        self.norm = nn.Identity()
+
+    def init_identity(self, seed: int = 0) -> None:
+        """Start as 'the next feature is this feature': fc passes the feature through (plus a little of
+        the embedding) and the layer's output projections are zero, so it adds nothing at first."""
+        d = self.config.hidden_size
+        g = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for module in self.layer.modules():
+                if isinstance(module, nn.Linear):
+                    module.weight.copy_(torch.randn(module.weight.shape, generator=g) * 0.02)
+            self.layer.self_attn.o_proj.weight.zero_()
+            self.layer.mlp.down_proj.weight.zero_()
+            self.fc.weight.copy_(torch.randn(self.fc.weight.shape, generator=g) * 0.02)
+            self.fc.weight[:, :d] = torch.eye(d)
+
+    def inputs(self, features: torch.Tensor, token_embeddings: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.cat([features, token_embeddings * self.EMB_SCALE], dim=-1))
+
+
+class ResBlock(nn.Module):
+    def __init__(self, d: int):
+        super().__init__()
+        self.linear = nn.Linear(d, d)
+        nn.init.zeros_(self.linear.weight)
+        nn.init.zeros_(self.linear.bias)
+
+    def forward(self, x):
+        return x + F.silu(self.linear(x))
+
+
+class MedusaHeads(nn.Module):
+    def __init__(self, config, n_heads: int = 4):
+        super().__init__()
+        self.blocks = nn.ModuleList(ResBlock(config.hidden_size) for _ in range(n_heads))
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """features [..., d] -> [..., n_heads, d] (then the head rows)."""
+        return torch.stack([block(features) for block in self.blocks], dim=-2)
+
+
+class LayerCache:
+    """A static KV cache for a few decoder layers of one sequence (drafting)."""
+
+    def __init__(self, layers, config, max_length: int, dtype):
+        self.layers = list(layers)
+        attn = self.layers[0].self_attn
+        kvh = config.num_key_value_heads
+        self.head_dim = attn.head_dim
+        self.groups = config.num_attention_heads // kvh
+        shape = (1, kvh, max_length, self.head_dim)
+        self.keys = [torch.zeros(shape, dtype=dtype) for _ in self.layers]
+        self.values = [torch.zeros(shape, dtype=dtype) for _ in self.layers]
+        self.cos, self.sin = rope_tables(config, max_length, dtype)
+        self.max_length = max_length
+        self.length = 0
+
+    def bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.keys + self.values)
+
+    @torch.inference_mode()
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden [n, d] for positions length .. length+n-1 -> outputs [n, d]; appends to the cache."""
+        n, start = hidden.shape[0], self.length
+        if start + n > self.max_length:
+            raise RuntimeError("drafter cache is full")
+        hidden = hidden[None]
+        cos, sin = self.cos[None, start:start + n], self.sin[None, start:start + n]
+        mask = None
+        if n > 1:
+            mask = torch.ones(n, start + n, dtype=torch.bool).tril(diagonal=start)
+        for i, layer in enumerate(self.layers):
+            q, k, v = _project(layer, layer.input_layernorm(hidden), cos, sin)
+            self.keys[i][:, :, start:start + n] = k
+            self.values[i][:, :, start:start + n] = v
+            keys = _expand_kv(self.keys[i][:, :, :start + n], self.groups)
+            values = _expand_kv(self.values[i][:, :, :start + n], self.groups)
+            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=layer.self_attn.scaling)
+            out = out.transpose(1, 2).reshape(1, n, -1)
+            hidden = _mlp(layer, hidden + layer.self_attn.o_proj(out))
+        self.length += n
+        return hidden[0]
+
+
+def param_bytes(module: nn.Module) -> int:
+    return sum(p.numel() * p.element_size() for p in module.parameters())
+
+
+def count_params(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+def log2(x: float) -> float:
+    return math.log(x, 2)

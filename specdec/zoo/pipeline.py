@@ -1,0 +1,180 @@
+"""``python -m specdec.train zoo``: data, training and export of the four zoo drafters.
+
+Stages (each can be run alone with --stage; data shards are reused when present):
+  data   the target answers the training instructions (prompts.py); features, early hidden states and
+         top-k logits are kept while it generates (data.generate_with_features)
+  train  draft vocabulary, then eagle, medusa, early exit, draft model (train.py), each saved to
+         <out>/<name>/model.safetensors (bf16) with zoo.json: recipe, data, tokens, time, command
+"""
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import torch
+
+from .train import Batches, TrainConfig, draft_vocabulary, train_eagle, train_layers, train_medusa, vocab_coverage
+
+NAMES = ("smollm2-135m-eagle", "smollm2-135m-medusa", "smollm2-135m-early-exit", "smollm2-135m-draft")
+
+
+@dataclass(frozen=True)
+class ZooProfile:
+    name: str
+    prompts: int  # training instructions built (prompts.build_prompts)
+    gen_batch: int
+    max_new_tokens: int
+    gen_batches: int | None  # the first this many batches of the seeded order (None: all)
+    gen_time_budget_s: float | None  # data generation also stops after this (recorded)
+    exit_layer: int
+    draft_vocab: int
+    batch_tokens: int
+    eagle: TrainConfig
+    medusa: TrainConfig
+    early: TrainConfig
+    draft: TrainConfig
+    draft_init_layers: tuple[int, ...] = (0, -1)
+
+
+PROFILES = {
+    # The recipe of the shipped weights (fixed amounts, so the command reproduces them; no time budgets):
+    # the first GEN_BATCHES batches of the seeded prompt order, then a fixed number of optimiser steps each.
+    "shipped": ZooProfile(
+        name="shipped", prompts=2400, gen_batches=22, gen_batch=16, max_new_tokens=160, gen_time_budget_s=None,
+        exit_layer=6, draft_vocab=12288, batch_tokens=1024,
+        # time budgets are safety caps only: a stage that hits one says so in its zoo.json
+        eagle=TrainConfig(epochs=2, lr=1.5e-3, ttt_depth=2, reg_weight=0.1, time_budget_s=26 * 60),
+        medusa=TrainConfig(epochs=3, lr=3e-3, position_fraction=0.5, time_budget_s=6 * 60),
+        early=TrainConfig(epochs=3, lr=2e-3, time_budget_s=10 * 60),
+        draft=TrainConfig(epochs=3, lr=2e-3, time_budget_s=14 * 60),
+    ),
+    # seconds: the pipeline smoke test (tiny random target)
+    "tiny": ZooProfile(
+        name="tiny", prompts=6, gen_batch=3, max_new_tokens=6, gen_batches=None, gen_time_budget_s=None,
+        exit_layer=1, draft_vocab=64, batch_tokens=256,
+        eagle=TrainConfig(epochs=1, warmup_steps=1, ttt_depth=1, negatives=16),
+        medusa=TrainConfig(epochs=1, warmup_steps=1, negatives=16),
+        early=TrainConfig(epochs=1, warmup_steps=1), draft=TrainConfig(epochs=1, warmup_steps=1),
+    ),
+}
+
+
+def prompt_length(record: dict, tokenizer) -> int:
+    """Tokens before the answer (records from before prompt_len was stored: after the last <|im_start|>
+    the template adds 'assistant' and a newline)."""
+    if "prompt_len" in record:
+        return record["prompt_len"]
+    start = tokenizer.convert_tokens_to_ids("<|im_start|>")
+    ids = record["ids"]
+    last = max(i for i, t in enumerate(ids) if t == start)
+    return last + 3
+
+
+def load_target_for_training():
+    """The target in float32 (this CPU has no fast bf16 path) with its tokenizer, from the fetch cache."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ..fetch import ensure_model
+
+    folder = ensure_model("smollm2-135m-instruct")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model, tokenizer, str(folder)
+
+
+def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, seed: int = 0, command: str = "",
+              stage: str = "all", prompts=None, only: tuple[str, ...] = NAMES, log=print) -> dict:
+    from .build import save_tensors
+    from .data import generate_with_features, load_shards, system_prefix_length
+    from .prompts import build_prompts
+
+    torch.manual_seed(seed)
+    out, work = Path(out), Path(work)
+    shards = work / "shards"
+    summary = {"profile": profile.name, "seed": seed, "command": command}
+    if stage in ("all", "data"):
+        prompts = prompts if prompts is not None else build_prompts("train", profile.prompts, seed=seed)
+        t0 = time.time()
+        gen = generate_with_features(model, tokenizer, prompts, shards, exit_layer=profile.exit_layer,
+                                     batch_size=profile.gen_batch, max_new_tokens=profile.max_new_tokens, seed=seed,
+                                     time_budget_s=profile.gen_time_budget_s, max_batches=profile.gen_batches,
+                                     log=log)
+        gen["wall_s"] = time.time() - t0  # this call only (a resumed run adds to earlier ones)
+        (work / "data.json").write_text(json.dumps(gen, indent=1))
+        summary["data"] = gen
+        if stage == "data":
+            return summary
+    order = json.loads((shards / "order.json").read_text())["order"]
+    records = load_shards(shards, order[: profile.gen_batches] if profile.gen_batches else None)
+    skip = system_prefix_length(tokenizer)
+    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    vocab = draft_vocabulary(records, profile.draft_vocab, skip, eos, model.config.vocab_size)
+    data_note = {
+        "source": "self-distillation: the target's own answers (half greedy, half T=0.7) to templated training "
+                  "instructions (chat prose, code, rewriting; prompts.py), built offline from topic lists and the "
+                  "CPython standard library's source and docs (PSF License 2.0); held-out topics, tasks and "
+                  "passages are never used",
+        "sequences": len(records),
+        "tokens": sum(len(r["ids"]) for r in records),
+        "answer_tokens": sum(len(r["ids"]) - prompt_length(r, tokenizer) for r in records),
+        "by_kind": {k: sum(1 for r in records if r["kind"] == k) for k in ("chat", "code", "rewrite")},
+        "by_mode": {k: sum(1 for r in records if r["mode"] == k) for k in ("greedy", "T0.7")},
+        "draft_vocab": len(vocab),
+        "draft_vocab_top1_coverage": vocab_coverage(records, vocab, skip),
+    }
+    gen_path = work / "data.json"
+    if gen_path.exists():
+        data_note["generation"] = json.loads(gen_path.read_text())
+    log(f"data: {json.dumps(data_note)}")
+    batches = Batches(records, vocab, skip, profile.batch_tokens)
+    base = {"target": "smollm2-135m-instruct", "profile": profile.name, "seed": seed, "command": command,
+            "machine": f"{platform.machine()} CPU, {torch.get_num_threads()} threads, torch {torch.__version__}, float32",
+            "data": data_note, "trained_tokens_per_epoch": batches.tokens()}
+    config = model.config
+    results = {}
+
+    def save(name, tensors, meta, cfg, record):
+        meta = {**base, **meta, "train_config": asdict(replace(cfg, batch_tokens=profile.batch_tokens)),
+                "training": record}
+        save_tensors(out / name, tensors, meta)
+        results[name] = meta
+        log(f"saved {name}: {json.dumps(record)}")
+
+    if "smollm2-135m-eagle" in only:
+        cfg = replace(profile.eagle, seed=seed)
+        head, record = train_eagle(model, batches, vocab, cfg, log=log)
+        tensors = {f"head.{k}": v for k, v in head.state_dict().items()}
+        tensors["draft_vocab"] = vocab.int()
+        save("smollm2-135m-eagle", tensors, {"family": "eagle", "init": "identity (fc passes the feature; the layer's output projections zero)"},
+             cfg, record)
+    if "smollm2-135m-medusa" in only:
+        cfg = replace(profile.medusa, seed=seed)
+        heads, record = train_medusa(model, batches, vocab, cfg, log=log)
+        tensors = {f"heads.{k}": v for k, v in heads.state_dict().items()}
+        tensors["draft_vocab"] = vocab.int()
+        save("smollm2-135m-medusa", tensors, {"family": "medusa", "heads": cfg.medusa_heads,
+                                          "init": "zero (every block starts as the identity)"}, cfg, record)
+    if "smollm2-135m-early-exit" in only:
+        cfg = replace(profile.early, seed=seed)
+        layers, record = train_layers(model, batches, vocab, cfg, kind="early", init_layers=[profile.exit_layer],
+                                      log=log)
+        tensors = {f"layers.{i}.{k}": v for i, layer in enumerate(layers) for k, v in layer.state_dict().items()}
+        tensors["draft_vocab"] = vocab.int()
+        save("smollm2-135m-early-exit", tensors,
+             {"family": "early exit", "exit_layer": profile.exit_layer, "adapter_layers": len(layers),
+              "init": f"layer {profile.exit_layer}"}, cfg, record)
+    if "smollm2-135m-draft" in only:
+        cfg = replace(profile.draft, seed=seed)
+        init = [i % config.num_hidden_layers for i in profile.draft_init_layers]
+        layers, record = train_layers(model, batches, vocab, cfg, kind="draft", init_layers=init, log=log)
+        tensors = {f"layers.{i}.{k}": v for i, layer in enumerate(layers) for k, v in layer.state_dict().items()}
+        tensors["draft_vocab"] = vocab.int()
+        save("smollm2-135m-draft", tensors,
+             {"family": "draft model", "layers": len(layers), "init": f"target layers {init}"}, cfg, record)
+    summary["drafters"] = results
+    return summary

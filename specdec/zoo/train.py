@@ -1,0 +1,350 @@
+"""Training the four zoo drafters on self-distillation data (data.py) against the frozen target.
+
+Every drafter learns the target's next-token distribution (its top-k logits, kept while the target
+generated the data), through the target's own head rows of a reduced draft vocabulary:
+
+  draft        2 own decoder layers (initialised from target layers 0 and N-1) on the target's
+               embedding, final norm and head: predicts token p + 1 from tokens 0..p
+  early exit   1 adapter decoder layer (initialised from target layer L) on the hidden state after
+               the target's first L layers, then the target's final norm and head
+  medusa       n residual blocks on the final-norm feature of position p; head k predicts the token
+               k + 2 places on (the target's own head predicts the first)
+  eagle        fc([feature p; embedding of token p + 1]) -> decoder layer -> norm = predicted feature
+               p + 1 -> head: token p + 2; trained with EAGLE-3's training-time test (the head reads its
+               own predicted features for `ttt_depth` more steps) plus a small feature-regression loss
+"""
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .heads import EagleHead, MedusaHeads, layer_forward, layer_forward_unrolled, rope_tables
+
+
+@dataclass
+class TrainConfig:
+    epochs: float = 1.0
+    lr: float = 3e-4
+    batch_tokens: int = 4096
+    weight_decay: float = 0.0
+    warmup_steps: int = 20
+    seed: int = 0
+    time_budget_s: float | None = None  # stop early (recorded) when exceeded
+    max_steps: int | None = None  # when set, exactly this many steps (instead of epochs)
+    ttt_depth: int = 2  # eagle: extra unrolled steps
+    negatives: int | None = 1024  # sampled-softmax negatives per batch (None: the whole draft vocabulary)
+    reg_weight: float = 0.1  # eagle: smooth-L1 feature regression weight
+    medusa_heads: int = 4
+    position_fraction: float = 1.0  # medusa: share of positions each head is trained on per batch (cost)
+
+
+def draft_vocabulary(records: list[dict], size: int, skip: int, eos_id: int, vocab_size: int = 0) -> torch.Tensor:
+    """The `size` ids the target most often ranks first in the data, then the lowest ids; sorted; EOS included."""
+    counts = torch.zeros(max(vocab_size, int(max(int(r["top_ids"].max()) for r in records)) + 2), dtype=torch.long)
+    for r in records:
+        top1 = r["top_ids"][skip:, 0].long()
+        counts.index_add_(0, top1, torch.ones_like(top1))
+    counts[eos_id] += 10**9
+    # ties (most of the vocabulary is never a first choice in the data) go to the lowest ids: BPE
+    # vocabularies list their most common merges first, so they fill the rest of the draft vocabulary
+    vocab_size = max(len(counts), size)
+    counts = torch.cat([counts, counts.new_zeros(vocab_size - len(counts))]).double()
+    score = counts * vocab_size + (vocab_size - torch.arange(vocab_size, dtype=torch.float64))
+    return score.topk(size).indices.sort().values
+
+
+def vocab_coverage(records: list[dict], vocab: torch.Tensor, skip: int) -> float:
+    member = torch.zeros(int(vocab.max()) + 1 + 60000, dtype=torch.bool)
+    member[vocab] = True
+    hit = total = 0
+    for r in records:
+        top1 = r["top_ids"][skip:, 0].long()
+        hit += int(member[top1].sum())
+        total += len(top1)
+    return hit / max(total, 1)
+
+
+class Batches:
+    """Padded batches of records (sorted by length, shuffled per epoch), teacher targets mapped to the
+    draft vocabulary: probs [B, T, k] (softmax of the top-k logits; ids outside the vocabulary get 0)."""
+
+    def __init__(self, records: list[dict], vocab: torch.Tensor, skip: int, batch_tokens: int, max_len: int = 480,
+                 top_k: int = 8):
+        self.records = [r for r in records if len(r["ids"]) > skip + 2]
+        self.top_k = top_k
+        self.vocab_size = len(vocab)
+        self.skip, self.batch_tokens, self.max_len = skip, batch_tokens, max_len
+        lookup = torch.full((int(max(int(vocab.max()), max(int(r["top_ids"].max()) for r in self.records))) + 1,),
+                            -1, dtype=torch.long)
+        lookup[vocab] = torch.arange(len(vocab))
+        self.lookup = lookup
+        order = sorted(range(len(self.records)), key=lambda i: len(self.records[i]["ids"]))
+        self.groups, group, width = [], [], 0
+        for i in order:
+            n = min(len(self.records[i]["ids"]), max_len)
+            if group and max(width, n) * (len(group) + 1) > batch_tokens:
+                self.groups.append(group)
+                group, width = [], 0
+            group.append(i)
+            width = max(width, n)
+        if group:
+            self.groups.append(group)
+
+    def tokens(self) -> int:
+        return sum(min(len(r["ids"]), self.max_len) for r in self.records)
+
+    def epoch(self, generator: torch.Generator):
+        for g in torch.randperm(len(self.groups), generator=generator).tolist():
+            yield self.collate([self.records[i] for i in self.groups[g]])
+
+    def collate(self, recs: list[dict]) -> dict:
+        n_pos = max(min(len(r["ids"]), self.max_len) - 1 for r in recs)  # feature positions
+        b = len(recs)
+        d = recs[0]["features"].shape[-1]
+        k = min(self.top_k, recs[0]["top_ids"].shape[-1])
+        ids = torch.zeros(b, n_pos + 1, dtype=torch.long)
+        feats = torch.zeros(b, n_pos, d)
+        early = torch.zeros(b, n_pos, d)
+        tidx = torch.zeros(b, n_pos, k, dtype=torch.long)
+        tprob = torch.zeros(b, n_pos, k)
+        valid = torch.zeros(b, n_pos, dtype=torch.bool)  # position p has a teacher target (token p + 1)
+        for r, rec in enumerate(recs):
+            m = min(len(rec["ids"]), self.max_len) - 1
+            ids[r, : m + 1] = torch.tensor(rec["ids"][: m + 1])
+            feats[r, :m] = rec["features"][:m].float()
+            early[r, :m] = rec["early"][:m].float()
+            probs = torch.softmax(rec["top_logits"][:m, :k].float(), dim=-1)
+            mapped = self.lookup[rec["top_ids"][:m, :k].long()]
+            tprob[r, :m] = probs * (mapped >= 0)
+            tidx[r, :m] = mapped.clamp(min=0)
+            valid[r, self.skip : m] = True
+        tprob = tprob / tprob.sum(-1, keepdim=True).clamp(min=1e-6)
+        return {"ids": ids, "features": feats, "early": early, "tidx": tidx, "tprob": tprob, "valid": valid,
+                "top1": tidx[..., 0]}
+
+
+def candidates(batch: dict, vocab_size: int, extra: int, generator: torch.Generator) -> torch.Tensor:
+    """Sampled softmax: the draft-vocabulary ids any teacher target of the batch names, plus `extra`
+    random ids (negatives), sorted. Losses are computed over these columns only (cost)."""
+    used = batch["tidx"][batch["tprob"] > 0].unique()
+    rand = torch.randint(0, vocab_size, (extra,), generator=generator)
+    return torch.cat([used, rand]).unique()
+
+
+def restrict(batch: dict, cand: torch.Tensor, vocab_size: int) -> dict:
+    """The batch's teacher indices re-expressed as columns of `cand`."""
+    remap = torch.zeros(vocab_size, dtype=torch.long)
+    remap[cand] = torch.arange(len(cand))
+    out = dict(batch)
+    out["tidx"] = remap[batch["tidx"]]
+    return out
+
+
+def soft_ce(logits: torch.Tensor, tidx: torch.Tensor, tprob: torch.Tensor, valid: torch.Tensor):
+    """Mean over valid rows of -sum_j p_j log q(id_j); plus top-1 agreement (count, total)."""
+    logq = torch.log_softmax(logits.float(), dim=-1)
+    loss = -(logq.gather(-1, tidx) * tprob).sum(-1)
+    v = valid.float()
+    agree = ((logits.argmax(-1) == tidx[..., 0]) & valid).sum()
+    return (loss * v).sum() / v.sum().clamp(min=1), int(agree), int(valid.sum())
+
+
+class Trainer:
+    """A minimal AdamW loop with warm-up and cosine decay over a known number of steps."""
+
+    def __init__(self, params, cfg: TrainConfig, total_steps: int, log=print, name: str = ""):
+        self.params = [p for p in params if p.requires_grad]
+        self.opt = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
+        self.cfg, self.total, self.step_i, self.log, self.name = cfg, max(total_steps, 1), 0, log, name
+        self.start = time.time()
+        self.stats = {"loss": 0.0, "agree": 0, "count": 0, "n": 0}
+
+    def lr(self) -> float:
+        if self.step_i < self.cfg.warmup_steps:
+            return self.cfg.lr * (self.step_i + 1) / self.cfg.warmup_steps
+        progress = min(1.0, (self.step_i - self.cfg.warmup_steps) / max(1, self.total - self.cfg.warmup_steps))
+        return self.cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+    def step(self, loss: torch.Tensor, agree: int, count: int) -> None:
+        for group in self.opt.param_groups:
+            group["lr"] = self.lr()
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.params, 1.0)
+        self.opt.step()
+        self.step_i += 1
+        s = self.stats
+        s["loss"] += float(loss.detach())
+        s["agree"] += agree
+        s["count"] += count
+        s["n"] += 1
+        if self.step_i % 10 == 0 or self.step_i == self.total:
+            self.log(f"[{self.name}] step {self.step_i}/{self.total} loss {s['loss'] / s['n']:.3f} "
+                     f"top1 agreement {s['agree'] / max(s['count'], 1):.3f} lr {self.lr():.2e} "
+                     f"{time.time() - self.start:.0f} s")
+            self.stats = {"loss": 0.0, "agree": 0, "count": 0, "n": 0}
+
+    def out_of_time(self) -> bool:
+        return self.cfg.time_budget_s is not None and time.time() - self.start > self.cfg.time_budget_s
+
+
+def _steps(batches: Batches, cfg: TrainConfig) -> int:
+    if cfg.max_steps is not None:
+        return cfg.max_steps
+    return max(1, int(len(batches.groups) * cfg.epochs))
+
+
+def _loop(batches: Batches, cfg: TrainConfig, trainer: Trainer, fn, w_full: torch.Tensor | None = None) -> dict:
+    """Runs fn(batch, w) until the planned steps (w: the head rows the loss uses: all of the draft
+    vocabulary, or the sampled candidates with the batch's targets re-indexed)."""
+    gen = torch.Generator().manual_seed(cfg.seed)
+    neg = torch.Generator().manual_seed(cfg.seed + 7)
+    inner = fn
+
+    def fn(batch):
+        if cfg.negatives is None or w_full is None:
+            return inner(batch, w_full)
+        cand = candidates(batch, len(w_full), cfg.negatives, neg)
+        return inner(restrict(batch, cand, len(w_full)), w_full[cand])
+
+    total = trainer.total
+    while trainer.step_i < total:
+        for batch in batches.epoch(gen):
+            loss, agree, count = fn(batch)
+            trainer.step(loss, agree, count)
+            if trainer.step_i >= total or trainer.out_of_time():
+                return {"steps": trainer.step_i, "planned_steps": total, "seconds": time.time() - trainer.start,
+                        "stopped_by_time_budget": trainer.out_of_time()}
+    return {"steps": trainer.step_i, "planned_steps": total, "seconds": time.time() - trainer.start,
+            "stopped_by_time_budget": False}
+
+
+def _frozen_head(target_model, vocab: torch.Tensor):
+    return target_model.get_output_embeddings().weight.detach()[vocab].float().contiguous()
+
+
+def _rope(config, batch, n, shift: int = 0):
+    cos, sin = rope_tables(config, n + shift, torch.float32)
+    return cos[None, shift:], sin[None, shift:]
+
+
+def train_eagle(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainConfig, log=print):
+    torch.manual_seed(cfg.seed)
+    config = target_model.config
+    head = EagleHead(config).float()
+    head.init_identity(cfg.seed)
+    head.float().train()
+    w_full = _frozen_head(target_model, vocab)
+    emb = target_model.get_input_embeddings().weight.detach().float()
+    trainer = Trainer(head.parameters(), cfg, _steps(batches, cfg), log, "eagle")
+
+    def fn(b, w):
+        f, ids, valid = b["features"], b["ids"], b["valid"]
+        n = f.shape[1]
+        # depth 0: row p = (feature p, token p + 1) -> predicted feature p + 1 -> token p + 2
+        x = head.inputs(f, F.embedding(ids[:, 1:], emb))
+        cos, sin = _rope(config, f.shape[0], n)
+        layer = head.layer
+        out, (k0, v0) = layer_forward(layer, x, cos, sin, return_kv=True)
+        total, agree_all, count_all = 0.0, 0, 0
+        chain = []
+        pred = head.norm(out)
+        for depth in range(cfg.ttt_depth + 1):
+            # row p predicts token p + 2 + depth, the teacher's target at position p + 1 + depth
+            s = 1 + depth
+            tgt_valid = torch.zeros_like(valid)
+            tgt_valid[:, : n - s] = valid[:, s:]
+            tidx = torch.zeros_like(b["tidx"])
+            tidx[:, : n - s] = b["tidx"][:, s:]
+            tprob = torch.zeros_like(b["tprob"])
+            tprob[:, : n - s] = b["tprob"][:, s:]
+            logits = F.linear(pred, w)
+            ce, agree, count = soft_ce(logits, tidx, tprob, tgt_valid)
+            treg = torch.zeros_like(f)
+            treg[:, : n - s] = f[:, s:]
+            reg = (F.smooth_l1_loss(pred, treg, reduction="none").mean(-1) * tgt_valid).sum() / tgt_valid.sum().clamp(min=1)
+            weight = 1.0 if depth == 0 else 0.8 ** depth
+            total = total + weight * (ce + cfg.reg_weight * reg)
+            if depth == 0:
+                agree_all, count_all = agree, count
+            if depth == cfg.ttt_depth:
+                break
+            # next depth: row p = (predicted feature p + 1 + depth, token p + 2 + depth) at position p + s
+            nxt_tok = torch.zeros_like(ids[:, 1:])
+            nxt_tok[:, : n - s] = ids[:, 1 + s:]
+            x = head.inputs(pred, F.embedding(nxt_tok, emb))
+            cos_s, sin_s = rope_tables(config, n + s, torch.float32)
+            out, kv = layer_forward_unrolled(layer, x, (cos_s[None, s:], sin_s[None, s:]), (k0, v0), chain)
+            chain.append(kv)
+            pred = head.norm(out)
+        return total, agree_all, count_all
+
+    record = _loop(batches, cfg, trainer, fn, w_full)
+    return head.eval(), record
+
+
+def train_medusa(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainConfig, log=print):
+    torch.manual_seed(cfg.seed)
+    heads = MedusaHeads(target_model.config, cfg.medusa_heads).float().train()
+    w_full = _frozen_head(target_model, vocab)
+    trainer = Trainer(heads.parameters(), cfg, _steps(batches, cfg), log, "medusa")
+    pick = torch.Generator().manual_seed(cfg.seed + 1)
+
+    def fn(b, w):
+        f, valid = b["features"], b["valid"]
+        n = f.shape[1]
+        out = heads(f)  # [B, T, H, d]
+        total, agree0, count0 = 0.0, 0, 0
+        for h in range(out.shape[2]):
+            s = 1 + h  # head h (Medusa head h + 1) predicts token p + 2 + h: the teacher's target at p + 1 + h
+            if s >= n:
+                break
+            keep = valid[:, s:]
+            if cfg.position_fraction < 1:
+                keep = keep & (torch.rand(keep.shape, generator=pick) < cfg.position_fraction)
+            logits = F.linear(out[:, : n - s, h][keep], w)
+            ce, agree, count = soft_ce(logits, b["tidx"][:, s:][keep], b["tprob"][:, s:][keep],
+                                       torch.ones(len(logits), dtype=torch.bool))
+            total = total + ce * (0.8 ** h)
+            if h == 0:
+                agree0, count0 = agree, count
+        return total, agree0, count0
+
+    record = _loop(batches, cfg, trainer, fn, w_full)
+    return heads.eval(), record
+
+
+def train_layers(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainConfig, *, kind: str,
+                 init_layers: list[int], log=print):
+    """kind 'early': adapter layers over the hidden state after the target's first L layers;
+    kind 'draft': own layers over the target's token embeddings. Returns (list of layers, record)."""
+    torch.manual_seed(cfg.seed)
+    config = target_model.config
+    layers = torch.nn.ModuleList(copy.deepcopy(target_model.model.layers[i]) for i in init_layers).float().train()
+    for p in layers.parameters():
+        p.requires_grad_(True)
+    norm_w = target_model.model.norm.weight.detach().float()
+    eps = target_model.model.norm.variance_epsilon
+    w_full = _frozen_head(target_model, vocab)
+    emb = target_model.get_input_embeddings().weight.detach().float()
+    trainer = Trainer(layers.parameters(), cfg, _steps(batches, cfg), log, kind)
+
+    def fn(b, w):
+        if kind == "early":
+            x = b["early"]
+        else:
+            x = F.embedding(b["ids"][:, :-1], emb)
+        cos, sin = _rope(config, x.shape[0], x.shape[1])
+        for layer in layers:
+            x = layer_forward(layer, x, cos, sin)
+        from .heads import rms_norm
+        logits = F.linear(rms_norm(x, norm_w, eps), w)
+        return soft_ce(logits, b["tidx"], b["tprob"], b["valid"])
+
+    record = _loop(batches, cfg, trainer, fn, w_full)
+    return layers.eval(), record

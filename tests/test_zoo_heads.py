@@ -1,0 +1,209 @@
+"""The zoo's drafters on small built Llama models (fast): exact sampling, greedy identity, the
+training/runtime agreement of the heads, and the whole training pipeline at its tiny profile.
+
+Chi-square method as in test_engine_distribution.py: the first two generated tokens of 20,000 seeded
+speculative runs against the enumerated law of the warped target; pass at p >= 0.001. The heads here
+have random weights and a draft vocabulary that leaves two ids out (q = 0 there), so acceptance,
+rejection, residual draws of ids the head never proposes, and bonus tokens all occur.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from distribution import exact_first_two, speculative_counts
+from specdec import DecodeSettings
+from specdec.decoding import Generation
+from specdec.drafters.base import ProposalContext
+from specdec.loading import LoadedModel
+from specdec.sampling import build_warpers
+from specdec.zoo.drafters import EagleDrafter, MedusaDrafter
+from specdec.zoo.heads import EagleHead, MedusaHeads, layer_forward, rope_tables
+from stats import chi_square_p_value
+
+SAMPLES = 20_000
+P_VALUE_THRESHOLD = 1e-3
+VOCAB = 6
+PROMPT = [1, 4, 2]
+DRAFT_VOCAB = torch.tensor([0, 1, 3, 4])
+
+
+def tiny_llama(vocab: int, seed: int = 0, layers: int = 2) -> LlamaForCausalLM:
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=layers,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                         initializer_range=0.3, bos_token_id=None, eos_token_id=None, pad_token_id=None,
+                         tie_word_embeddings=True)
+    return LlamaForCausalLM(config).eval()
+
+
+def loaded(model, name="tiny-target") -> LoadedModel:
+    return LoadedModel(name, name, model, None, torch.device("cpu"), torch.float32)
+
+
+@pytest.fixture(scope="module")
+def target():
+    return loaded(tiny_llama(VOCAB))
+
+
+def random_medusa(target, seed=1, vocab=VOCAB, draft_vocab=DRAFT_VOCAB):
+    torch.manual_seed(seed)
+    heads = MedusaHeads(target.model.config, 3)
+    for block in heads.blocks:
+        torch.nn.init.normal_(block.linear.weight, std=0.5)
+    return MedusaDrafter(target, vocab, heads, draft_vocab, "tiny-medusa", "")
+
+
+def random_eagle(target, seed=2, vocab=VOCAB, draft_vocab=DRAFT_VOCAB):
+    torch.manual_seed(seed)
+    head = EagleHead(target.model.config)
+    return EagleDrafter(target, vocab, head, draft_vocab, "tiny-eagle", "")
+
+
+def next_logits(target):
+    def fn(seq):
+        with torch.no_grad():
+            return target.model(torch.tensor([seq])).logits[0, -1].float()
+    return fn
+
+
+@pytest.mark.parametrize("make", [random_medusa, random_eagle], ids=["medusa", "eagle"])
+def test_head_drafter_samples_follow_the_target_distribution(target, make):
+    settings = DecodeSettings(temperature=1.0)
+    drafter = make(target)
+    counts = speculative_counts(target, drafter, settings, SAMPLES, PROMPT, VOCAB)
+    expected = exact_first_two(next_logits(target), settings, PROMPT, VOCAB)
+    assert counts[expected == 0].sum() == 0
+    assert chi_square_p_value(counts, expected) >= P_VALUE_THRESHOLD
+
+
+@pytest.mark.parametrize("make", [random_medusa, random_eagle], ids=["medusa", "eagle"])
+def test_head_drafter_q_differs_from_p_and_is_zero_outside_its_vocabulary(target, make):
+    """Guards the test above: the proposals are neither the target's law nor full-vocabulary."""
+    drafter = make(target)
+    gen = Generation(target, drafter, PROMPT, DecodeSettings(temperature=1.0, k=3, max_new_tokens=6))
+    events = list(gen)
+    rows = [(t.q, t.p) for e in events for t in e.drafted]
+    assert rows, "the drafter proposed nothing"
+    assert any(abs(q - p) > 0.05 for q, p in rows)
+    q = drafter.propose(PROMPT, 2, ProposalContext(True, build_warpers(DecodeSettings(temperature=1.0)),
+                                                   torch.Generator().manual_seed(0))).q
+    assert torch.all(q[:, [2, 5]] == 0) and torch.allclose(q.sum(-1), torch.ones(len(q)))
+
+
+@pytest.mark.parametrize("make", [random_medusa, random_eagle], ids=["medusa", "eagle"])
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_head_drafter_greedy_output_is_the_target_alone(make, k):
+    target = loaded(tiny_llama(64, seed=3))
+    drafter = make(target, vocab=64, draft_vocab=torch.arange(0, 64, 2))
+    settings = DecodeSettings(max_new_tokens=20, k=k)
+    alone = Generation(target, None, [5, 9, 11], settings).result().token_ids
+    assert Generation(target, drafter, [5, 9, 11], settings).result().token_ids == alone
+
+
+def test_eagle_runtime_chain_matches_the_training_forward():
+    """Position by position, the drafter's first proposal equals the training-time prediction, both
+    from scratch and with the head's cache reused across steps (observe, propose, rollback)."""
+    model = tiny_llama(64, seed=4)
+    target = loaded(model)
+    drafter = random_eagle(target, seed=5, vocab=64, draft_vocab=torch.arange(64))
+    ids = [3, 17, 8, 40, 2, 9, 9, 31, 5, 60, 12]
+    with torch.no_grad():
+        feats = model(torch.tensor([ids]), output_hidden_states=True).hidden_states[-1][0]
+        n = len(ids)
+        head = drafter.head
+        x = head.inputs(feats[:-1], F.embedding(torch.tensor(ids[1:]), model.get_input_embeddings().weight))[None]
+        cos, sin = rope_tables(model.config, n, torch.float32)
+        trained = F.linear(head.norm(layer_forward(head.layer, x, cos[None, : n - 1], sin[None, : n - 1]))[0],
+                           drafter.head_rows.weight).argmax(-1).tolist()
+    ctx = ProposalContext(False, build_warpers(DecodeSettings()), None)
+    fresh = []
+    for p in range(n - 1):
+        drafter.start(ids, 64)
+        drafter.observe(feats[: p + 1])
+        fresh.append(drafter.propose(ids[: p + 2], 1, ctx).ids[0])
+    assert fresh == trained
+    drafter.start(ids, 64)
+    drafter.observe(feats[:2])
+    reused = []
+    for p in range(1, n - 1):
+        reused.append(drafter.propose(ids[: p + 2], 3, ctx).ids[0])
+        drafter.rollback(p + 2)
+        drafter.observe(feats[p + 1 : p + 2])
+    assert reused == trained[1:]
+
+
+# --- the training pipeline at its tiny profile --------------------------------------------------------------
+
+class CharTokenizer:
+    """Just what the zoo's data code reads from a tokenizer: a chat template and two special ids."""
+
+    pad_token_id = 0
+    specials = {"<|im_start|>": 1, "<|im_end|>": 2}
+
+    def convert_tokens_to_ids(self, token):
+        return self.specials[token]
+
+    def apply_chat_template(self, messages, add_generation_prompt=True, tokenize=True):
+        text = "system: be brief\n" + messages[0]["content"]
+        return [1] + [3 + ord(c) % 120 for c in text] + [2, 1, 5, 6]
+
+
+def test_zoo_pipeline_builds_four_loadable_drafters_in_seconds(tmp_path):
+    from specdec.zoo import build
+    from specdec.zoo.pipeline import PROFILES, build_zoo
+
+    model = tiny_llama(128, seed=6, layers=3)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    prompts = [("chat", "hello there"), ("code", "def f(x): return x"), ("rewrite", "make it short please"),
+               ("chat", "why is the sky blue"), ("code", "print(1)"), ("rewrite", "say it again")]
+    summary = build_zoo(model, CharTokenizer(), tmp_path / "out", tmp_path / "work", PROFILES["tiny"],
+                        seed=0, command="test", prompts=prompts, log=lambda s: None)
+    assert set(summary["drafters"]) == {"smollm2-135m-eagle", "smollm2-135m-medusa", "smollm2-135m-early-exit",
+                                        "smollm2-135m-draft"}
+    for meta in summary["drafters"].values():
+        assert meta["seed"] == 0 and meta["command"] == "test" and meta["data"]["tokens"] > 0
+        assert meta["training"]["steps"] >= 1
+    target = loaded(model)
+    out = tmp_path / "out"
+    drafters = [build.build_draft_model(target, "d", out / "smollm2-135m-draft"),
+                build.build_early_exit(target, "e", out / "smollm2-135m-early-exit"),
+                build.build_medusa(target, "m", "", out / "smollm2-135m-medusa"),
+                build.build_eagle(target, "g", "", out / "smollm2-135m-eagle")]
+    settings = DecodeSettings(max_new_tokens=12, k=3)
+    alone = Generation(target, None, [7, 8, 9], settings).result().token_ids
+    for drafter in drafters:
+        assert Generation(target, drafter, [7, 8, 9], settings).result().token_ids == alone
+    # shared, not copied: the early exit's first layer is the target's own module
+    assert drafters[1].loaded.model.model.layers[0] is model.model.layers[0]
+    assert drafters[1].loaded.model.lm_head is model.lm_head
+
+
+def test_eagle_training_time_test_matches_drafting_on_its_own_features():
+    """Depth 1 of the unrolled training forward (row p: the head's own predicted feature of position
+    p + 1 with token p + 2, seeing true pairs 0..p) equals what the drafting cache computes."""
+    from specdec.zoo.heads import LayerCache, layer_forward_unrolled
+
+    torch.manual_seed(7)
+    model = tiny_llama(64, seed=8)
+    head = EagleHead(model.config).eval()
+    emb = model.get_input_embeddings().weight
+    ids = [3, 17, 8, 40, 2, 9, 9, 31, 5]
+    n = len(ids)
+    with torch.no_grad():
+        feats = model(torch.tensor([ids]), output_hidden_states=True).hidden_states[-1][0]
+        x = head.inputs(feats[:-1], F.embedding(torch.tensor(ids[1:]), emb))[None]
+        cos, sin = rope_tables(model.config, n + 1, torch.float32)
+        out0, kv0 = layer_forward(head.layer, x, cos[None, : n - 1], sin[None, : n - 1], return_kv=True)
+        pred = head.norm(out0)
+        nxt = torch.tensor(ids[2:] + [0])[None]
+        x1 = head.inputs(pred, F.embedding(nxt, emb))
+        out1, _ = layer_forward_unrolled(head.layer, x1, (cos[None, 1:n], sin[None, 1:n]), kv0, [])
+        for p in range(n - 2):
+            cache = LayerCache([head.layer], model.config, 32, torch.float32)
+            cache.forward(x[0, : p + 1])
+            step = cache.forward(head.inputs(pred[0, p : p + 1], F.embedding(torch.tensor([ids[p + 2]]), emb)))
+            assert torch.allclose(step[0], out1[0, p], atol=1e-4)

@@ -1,0 +1,93 @@
+"""The shipped zoo drafters on the real target (SmolLM2-135M-Instruct, float32): greedy output is the
+target's own, token for token, and each drafter's greedy acceptance on a fixed prompt is pinned
+(regenerate the pins with `python -m specdec.zoo.pins` after retraining).
+
+Skipped when the target cannot be loaded offline (not in the fetch cache and no network) or a
+drafter's weights are not in assets/drafters/.
+"""
+from __future__ import annotations
+
+import pytest
+
+from specdec import DecodeSettings
+from specdec.decoding import generate
+
+NAMES = ("smollm2-135m-draft", "smollm2-135m-early-exit", "smollm2-135m-medusa", "smollm2-135m-eagle")
+PROMPT = "Explain why the sky is blue in two sentences."
+SETTINGS = DecodeSettings(max_new_tokens=24, k=4)
+# (accepted, drafted) at K=4, greedy, 24 new tokens, on PROMPT in the chat template
+PINS = {
+    "smollm2-135m-draft": (5, 66),
+    "smollm2-135m-early-exit": (2, 78),
+    "smollm2-135m-medusa": (2, 78),
+    "smollm2-135m-eagle": (4, 72),
+}
+
+
+@pytest.fixture(scope="module")
+def target():
+    from specdec.loading import load_model
+
+    try:
+        return load_model("smollm2-135m-instruct", dtype="float32")
+    except Exception as exc:  # offline without the cached conversion
+        pytest.skip(f"smollm2-135m-instruct not available: {exc}")
+
+
+@pytest.fixture(scope="module")
+def prompt_ids(target):
+    from specdec.zoo.data import chat_ids
+
+    return chat_ids(target.tokenizer, PROMPT)
+
+
+@pytest.fixture(scope="module")
+def alone(target, prompt_ids):
+    return generate(target, None, prompt_ids, SETTINGS).token_ids
+
+
+def drafter(name, target):
+    from specdec.drafters.registry import load_drafter
+    from specdec.zoo import available
+
+    if not available(name):
+        pytest.skip(f"{name} weights are not in assets/drafters/")
+    return load_drafter(name, target)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_shipped_drafter_greedy_output_is_the_target_alone(name, target, prompt_ids, alone):
+    result = generate(target, drafter(name, target), prompt_ids, SETTINGS)
+    assert result.token_ids == alone
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_shipped_drafter_greedy_acceptance_is_pinned(name, target, prompt_ids):
+    m = generate(target, drafter(name, target), prompt_ids, SETTINGS).metrics
+    pin = PINS[name]
+    if pin is None:
+        pytest.skip(f"no pin recorded for {name}")
+    accepted, drafted = pin
+    # float32 greedy is deterministic here; allow one token of slack for other CPUs' kernels
+    assert abs(m.accepted_tokens - accepted) <= 1 and abs(m.drafted_tokens - drafted) <= 4
+
+
+def test_shipped_drafters_are_registered_for_the_target_only():
+    from specdec.drafters.registry import drafter_specs
+    from specdec.zoo import available
+
+    specs = {s.name: s for s in drafter_specs("smollm2-135m-instruct")}
+    for name in NAMES:
+        if available(name):
+            assert name in specs and specs[name].targets == ("smollm2-135m-instruct",)
+            assert specs[name].description
+    assert not any(n in NAMES for n in (s.name for s in drafter_specs("lab-target")))
+
+
+def test_shipped_weights_fit_the_budget():
+    from specdec.zoo.build import ASSETS
+
+    sizes = [p.stat().st_size for p in ASSETS.glob("*/model.safetensors")]
+    if not sizes:
+        pytest.skip("no zoo weights shipped")
+    assert sum(sizes) <= 40 * 1000 * 1000
