@@ -114,7 +114,7 @@ class Limits:
 
 LOCAL = Limits()
 PUBLIC = Limits(queue_size=24, max_new_tokens=256, max_sweep_points=48, max_repeats=12, run_budget_s=120.0,
-                max_prompt_chars=8_000, sessions=200, model_cache_gb=None)
+                max_prompt_chars=8_000, sessions=64, model_cache_gb=None)
 
 ENVIRONMENT = {  # field -> (variable, type)
     "queue_size": ("SPECDEC_QUEUE_SIZE", int),

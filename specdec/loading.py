@@ -1,7 +1,12 @@
-"""Loading causal LMs (bundled name, hub id or local folder) and checking draft/target pairs."""
+"""Loading causal LMs (bundled name, hub id or local folder) into a bounded, shared cache.
+
+Safetensors only; before the weights load, the config must describe a causal LM (model_checks.py) and
+the weights must fit the cache's byte budget and the free memory (memory.py); loaded models are
+released least recently used first (model_cache.py). Pair checks live in compat.py (re-exported)."""
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import math
 import os
@@ -9,23 +14,21 @@ import re
 import socket
 import threading
 import time
-import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 from urllib.parse import urlparse
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from . import fetch, presets
 from .backend import HFEagerRunner
+from .compat import check_compatible, describe_vocab_mismatch, shared_vocab_size  # noqa: F401 (re-exported)
+from .errors import InvalidSettingsError, LocalPathsDisabledError, ModelLoadError, OfflineError
+from .memory import check_load_fits, check_run_fits, default_budget
+from .model_cache import ModelCache
+from .model_checks import check_causal_lm, check_loading_info, explain_load_failure, first_line
 from .static_runner import StaticLlamaRunner, supports_static
-from .errors import (
-    IncompatibleModelsError,
-    LocalPathsDisabledError,
-    ModelLoadError,
-    OfflineError,
-)
 
 Progress = Optional[Callable[[str], None]]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -67,6 +70,11 @@ class LoadedModel:
     def param_bytes(self) -> int:
         return sum(p.numel() * p.element_size() for p in self.model.parameters())
 
+    @functools.cached_property
+    def memory_bytes(self) -> int:
+        """What the model holds in memory: parameters and buffers (the cache's measure)."""
+        return self.param_bytes + sum(b.numel() * b.element_size() for b in self.model.buffers())
+
     @property
     def runner_kind(self) -> str:
         if self.backend == "hf-eager" or not supports_static(self.model):
@@ -74,7 +82,9 @@ class LoadedModel:
         return "static"
 
     def new_runner(self, vocab_limit: int, max_length: int, keep_hidden: bool = False):
-        """A fresh KV cache for one sequence of at most max_length positions (keep_hidden: see backend.py)."""
+        """A fresh KV cache for one sequence of at most max_length positions (keep_hidden: see backend.py);
+        refused with a message, before anything is allocated, when it would not fit in free memory."""
+        check_run_fits(self.name, self.model.config, self.dtype, self.device, max_length)
         if self.runner_kind == "static":
             return StaticLlamaRunner(self.model, vocab_limit, max_length, keep_hidden)
         return HFEagerRunner(self.model, vocab_limit, keep_hidden)
@@ -82,7 +92,10 @@ class LoadedModel:
     def encode(self, text: str) -> list[int]:
         if self.tokenizer is None:
             raise ModelLoadError(f"{self.name} has no tokenizer: pass token ids instead of text")
-        return list(self.tokenizer(text)["input_ids"])
+        try:
+            return list(self.tokenizer(text)["input_ids"])
+        except Exception as exc:  # tokenizers raise plain Exceptions (e.g. no unknown token for a character)
+            raise InvalidSettingsError(f"{self.name}'s tokenizer cannot encode this prompt: {first_line(exc)}") from exc
 
     def decode(self, ids: list[int]) -> str | None:
         if self.tokenizer is None:
@@ -98,8 +111,25 @@ class LoadedModel:
         return text
 
 
-_cache: dict[tuple, LoadedModel] = {}
-_cache_lock = threading.Lock()
+def _release(model) -> None:
+    """After the cache drops a model: give its memory back once no run holds it any more."""
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+MODELS = ModelCache(release=_release)  # every loaded model, shared read-only by all callers
+_budget_gb: Optional[float] = None  # None: default_budget(device), half of the device's memory
+
+
+def set_cache_budget(gigabytes: Optional[float]) -> None:
+    """Bytes of loaded models kept (None: half of the device's memory); the app sets it at start."""
+    global _budget_gb
+    _budget_gb = gigabytes
+
+
+def cache_budget(device: torch.device) -> Optional[int]:
+    return int(_budget_gb * 1e9) if _budget_gb is not None else default_budget(device)
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -107,10 +137,16 @@ def resolve_device(device: str = "auto") -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         resolved = torch.device(device)
-    except RuntimeError as exc:
+    except (RuntimeError, TypeError) as exc:
         raise ModelLoadError(f"Unknown device {device!r}: use auto, cpu or cuda") from exc
     if resolved.type == "cuda" and not torch.cuda.is_available():
         raise ModelLoadError("Device cuda was asked for, but no CUDA GPU is available here")
+    if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
+        raise ModelLoadError(f"Device {device} does not exist: this machine has {torch.cuda.device_count()} CUDA GPU(s)")
+    if resolved.type == "mps" and not torch.backends.mps.is_available():
+        raise ModelLoadError("Device mps was asked for, but Apple's Metal backend is not available here")
+    if resolved.type not in ("cpu", "cuda", "mps"):
+        raise ModelLoadError(f"Device {device!r} is not supported: use auto, cpu, cuda or mps")
     return resolved
 
 
@@ -156,13 +192,20 @@ def is_large_model(source: str | None) -> bool:
         return False
 
 
+MAX_HEADER_BYTES = 100_000_000  # safetensors' own limit on a header
+
+
 def parameter_count(folder: str) -> int:
     """Parameters in a folder's *.safetensors, read from their JSON headers (no weights are read)."""
     total = 0
     for entry in sorted(os.listdir(folder)):
         if entry.endswith(".safetensors"):
-            with open(os.path.join(folder, entry), "rb") as weights:
-                header = json.loads(weights.read(int.from_bytes(weights.read(8), "little")))
+            path = os.path.join(folder, entry)
+            with open(path, "rb") as weights:
+                length = int.from_bytes(weights.read(8), "little")
+                if not 0 < length <= min(os.path.getsize(path) - 8, MAX_HEADER_BYTES):
+                    raise ValueError(f"{entry} has a damaged header")  # never read a length a damaged file claims
+                header = json.loads(weights.read(length))
             total += sum(math.prod(t["shape"]) for key, t in header.items() if key != "__metadata__")
     return total
 
@@ -184,12 +227,36 @@ def load_model(
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, torch_device, source)
     key = (source, str(torch_device), torch_dtype, trust_remote_code)
-    with _cache_lock:
-        if key in _cache:
-            return _cache[key]
-        loaded = _load_uncached(name, source, is_local, torch_device, torch_dtype, trust_remote_code, progress)
-        _cache[key] = loaded
-        return loaded
+    MODELS.budget = cache_budget(torch_device)
+    estimate = weight_bytes(source, torch_dtype)
+    return MODELS.get_or_load(
+        key, lambda: _load_uncached(name, source, is_local, torch_device, torch_dtype, trust_remote_code, progress),
+        size=lambda loaded: loaded.memory_bytes, estimate=estimate,
+        admit=lambda budget: check_load_fits(name, estimate, torch_device, budget))
+
+
+def weight_bytes(source: str, dtype: torch.dtype) -> Optional[int]:
+    """The weights' size in memory at `dtype`, from the safetensors headers of a local folder or of a
+    hub id already in the local cache; None when unknown (a hub id not downloaded yet: see
+    _check_hub_size) or unreadable (the loader then says what is wrong)."""
+    folder = source if os.path.isdir(source) else _cached_snapshot(source)
+    if folder is None:
+        return None
+    try:
+        count = parameter_count(folder)
+    except (OSError, ValueError, KeyError, TypeError, OverflowError):
+        return None
+    return count * dtype.itemsize if count else None
+
+
+def _cached_snapshot(hub_id: str) -> Optional[str]:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        config = try_to_load_from_cache(hub_id, "config.json")
+    except Exception:  # noqa: BLE001 (not an id the hub library accepts)
+        return None
+    return os.path.dirname(config) if isinstance(config, str) else None
 
 
 def locate(name: str, allow_local_paths: bool, progress: Progress = None) -> tuple[str, bool]:
@@ -221,17 +288,49 @@ def _load_uncached(name, source, is_local, device, dtype, trust_remote_code, pro
     common = {"trust_remote_code": trust_remote_code}
     if not is_local:
         common["local_files_only"] = not _available_locally(source, trust_remote_code)
+        if not common["local_files_only"]:
+            _check_hub_size(name, source, dtype, device)
+    config = _load_config(name, source, common)
+    check_causal_lm(name, config)
     say(f"Loading tokenizer of {name}…")
     tokenizer = _load_tokenizer(source, common)
     say(f"Loading weights of {name} ({dtype_name(dtype)} on {device})…")
-    try:
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, use_safetensors=True, **common)
-    except (OSError, ValueError) as exc:
-        raise ModelLoadError(_explain_load_failure(name, source, exc)) from exc
-    model.to(device).eval().requires_grad_(False)
+    model = _load_weights(name, source, config, dtype, device, common)
     elapsed = time.perf_counter() - start
     say(f"Loaded {name} in {elapsed:.1f} s")
     return LoadedModel(name, source, model, tokenizer, device, dtype, load_time_s=elapsed)
+
+
+def _load_config(name: str, source: str, common: dict):
+    try:
+        return AutoConfig.from_pretrained(source, **common)
+    except Exception as exc:  # noqa: BLE001 (OSError, ValueError, JSON errors: one line each)
+        raise ModelLoadError(explain_load_failure(name, source, exc)) from exc
+
+
+def _load_weights(name: str, source: str, config, dtype, device, common: dict):
+    """The weights (safetensors only), on the device; damaged, incomplete or unloadable weights are
+    one-line ModelLoadErrors."""
+    try:
+        model, info = AutoModelForCausalLM.from_pretrained(source, config=config, dtype=dtype, use_safetensors=True,
+                                                           output_loading_info=True, **common)
+        check_loading_info(name, info)
+        return model.to(device).eval().requires_grad_(False)
+    except ModelLoadError:
+        raise
+    except Exception as exc:  # noqa: BLE001 (SafetensorError, OSError, RuntimeError, out of memory…)
+        raise ModelLoadError(explain_load_failure(name, source, exc)) from exc
+
+
+def _check_hub_size(name: str, hub_id: str, dtype, device) -> None:
+    """Before a download: the hub's safetensors metadata says how large the weights are (best effort)."""
+    try:
+        from huggingface_hub import get_safetensors_metadata
+
+        count = sum(get_safetensors_metadata(hub_id).parameter_count.values())
+    except Exception:  # noqa: BLE001 (no metadata, no safetensors, gated: the load itself will say)
+        return
+    check_load_fits(name, count * dtype.itemsize, device, cache_budget(device))
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model", "spiece.model")
@@ -287,73 +386,5 @@ def hub_reachable(timeout_s: float = 3.0) -> bool:
     return bool(result and result[0])
 
 
-def _explain_load_failure(name: str, source: str, exc: Exception) -> str:
-    text = str(exc)
-    if os.path.isdir(source):
-        files = set(os.listdir(source))
-        if "config.json" not in files:
-            return f"{source} is not a model folder (no config.json)"
-        if not any(f.endswith(".safetensors") for f in files):
-            return f"{name} has no .safetensors weights; SpecDec Lab loads safetensors only (no pickled .bin files)"
-    if "trust_remote_code" in text:
-        return f"{name} needs custom code from its repository; it is only run when the operator enables trust_remote_code"
-    first_line = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-    return f"Could not load {name}: {first_line}"
-
-
 def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
-
-
-_compatible: "weakref.WeakKeyDictionary[LoadedModel, weakref.WeakSet]" = weakref.WeakKeyDictionary()
-
-
-def check_compatible(target: LoadedModel, draft: LoadedModel) -> None:
-    """Raise IncompatibleModelsError unless the draft's token ids mean the same as the target's.
-    A pair found compatible once is remembered (vocabularies of 150k tokens take a while)."""
-    if draft in _compatible.get(target, ()):
-        return
-    _check_vocabularies(target, draft)
-    _compatible.setdefault(target, weakref.WeakSet()).add(draft)
-
-
-def _check_vocabularies(target: LoadedModel, draft: LoadedModel) -> None:
-    if (target.tokenizer is None) != (draft.tokenizer is None):
-        missing = target.name if target.tokenizer is None else draft.name
-        raise IncompatibleModelsError(f"{target.name} and {draft.name} cannot be compared: {missing} has no tokenizer")
-    if target.tokenizer is None:  # weights-only folders: ids must at least cover the same range
-        if target.embedding_rows != draft.embedding_rows:
-            raise IncompatibleModelsError(
-                f"{target.name} ({target.embedding_rows} token ids) and {draft.name} "
-                f"({draft.embedding_rows} token ids) have different vocabularies"
-            )
-        return
-    target_vocab, draft_vocab = target.tokenizer.get_vocab(), draft.tokenizer.get_vocab()
-    if target_vocab == draft_vocab:
-        return
-    raise IncompatibleModelsError(describe_vocab_mismatch(target.name, target_vocab, draft.name, draft_vocab))
-
-
-def describe_vocab_mismatch(target_name: str, target_vocab: dict, draft_name: str, draft_vocab: dict) -> str:
-    only_target = target_vocab.keys() - draft_vocab.keys()
-    only_draft = draft_vocab.keys() - target_vocab.keys()
-    moved = [t for t in target_vocab.keys() & draft_vocab.keys() if target_vocab[t] != draft_vocab[t]]
-    parts = [f"{len(target_vocab)} vs {len(draft_vocab)} tokens"]
-    if only_target or only_draft:
-        parts.append(f"{len(only_target)} only in {target_name}, {len(only_draft)} only in {draft_name}")
-    if moved:
-        token = sorted(moved)[0]
-        parts.append(
-            f"{len(moved)} shared tokens have different ids (e.g. {token!r} is {target_vocab[token]} in "
-            f"{target_name} but {draft_vocab[token]} in {draft_name})"
-        )
-    return (
-        f"{draft_name} cannot draft for {target_name}: their tokenizers differ ({'; '.join(parts)}). "
-        "Speculative decoding needs a draft that shares the target's vocabulary."
-    )
-
-
-def shared_vocab_size(target: LoadedModel, draft: LoadedModel | None) -> int:
-    if draft is None:
-        return target.real_vocab_size
-    return min(target.real_vocab_size, draft.real_vocab_size)

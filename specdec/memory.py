@@ -1,10 +1,11 @@
 """Will it fit? Estimates made before allocating: a model's weights before it loads, a run's KV cache
 before a runner preallocates it. Refusals are one line that says what to change.
 
-"Free" memory is what the device can still give: on CUDA, torch's free device memory; on a CPU, the
-smaller of the system's available memory and what the process's cgroup (a container, a Space) still
-allows. Estimates are deliberately simple (weights: parameters x bytes per parameter; a run: keys
-and values of every layer for every position, plus the prefill's attention scores).
+"Free" memory is what the device can still give: on CUDA, the device's free memory plus what torch's
+caching allocator holds unused; on a CPU, the smaller of the system's available memory and what the
+process's cgroup (a container, a Space) still allows. Estimates are deliberately simple (weights:
+parameters x bytes per parameter; a run: keys and values of every layer for every position, plus the
+prefill's attention scores).
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def free_bytes(device: torch.device) -> Optional[int]:
     """Memory the device can still give (None when unknown, e.g. mps)."""
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
-        return int(free)
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)  # torch reuses these
+        return int(free + max(0, cached))
     if device.type != "cpu":
         return None
     psutil = _psutil()

@@ -14,8 +14,13 @@ def encode_prompt(model, text: str, chat: bool = True) -> list[int]:
     """The text as one user turn of the model's chat template (with the assistant's turn opened), or
     as plain text when chat is off or the model has no template."""
     if chat and has_chat_template(model):
-        ids = model.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
-                                                  tokenize=True, return_dict=False)
+        try:
+            ids = model.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                                      tokenize=True, return_dict=False)
+        except Exception as exc:  # a template or tokenizer that cannot take this text (tokenizers raise plain Exceptions)
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise InvalidSettingsError(f"{model.name}'s tokenizer cannot encode this prompt in its chat template: "
+                                       f"{first}") from exc
         if isinstance(ids, dict) or hasattr(ids, "keys"):  # some releases return a BatchEncoding
             ids = ids["input_ids"]
         return [int(i) for i in ids]

@@ -18,8 +18,8 @@ def validate(settings: DecodeSettings) -> None:
         problems.append(f"max_new_tokens must be at least 1 (got {settings.max_new_tokens})")
     if settings.k < 1:
         problems.append(f"K must be at least 1 (got {settings.k})")
-    if settings.temperature < 0:
-        problems.append(f"temperature must be 0 (greedy) or positive (got {settings.temperature})")
+    if not 0 <= settings.temperature < float("inf"):  # also refuses nan
+        problems.append(f"temperature must be 0 (greedy) or a positive finite number (got {settings.temperature})")
     if settings.top_k is not None and settings.top_k < 0:
         problems.append(f"top-k must be 0 (off) or positive (got {settings.top_k})")
     if settings.top_p is not None and not 0 < settings.top_p <= 1:

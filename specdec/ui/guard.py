@@ -87,9 +87,29 @@ def harden(component):
 
 
 def harden_inputs(demo) -> int:
-    """Hardens every input component of the app; returns how many."""
+    """Hardens every input component of the app, and the count of values an API call sends; returns how
+    many components."""
     hardened = [harden(block) for block in demo.blocks.values() if _expect(block) is not None]
+    quiet_input_count(demo)
     return len(hardened)
+
+
+def quiet_input_count(demo) -> None:
+    """An API call with too few values (an old client, a hand-written request) gets one line instead
+    of Gradio's multi-line ValueError and its traceback in the server log."""
+    check = demo.validate_inputs
+
+    @wraps(check)
+    def validate_inputs(block_fn, inputs):
+        try:
+            check(block_fn, inputs)
+        except ValueError:
+            wanted = sum(not isinstance(block, gr.State) for block in block_fn.inputs)  # the server adds the state
+            raise gr.Error(f"{block_fn.name or 'This endpoint'} takes {wanted} values, got {len(inputs)}: send "
+                           f"them all (see the API page) or use gradio_client with named parameters.",
+                           print_exception=False) from None
+
+    demo.validate_inputs = validate_inputs
 
 
 def _short(value) -> str:
