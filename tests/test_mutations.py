@@ -8,7 +8,7 @@ has, never by editing it:
     build_warpers, probabilities, verify_greedy) are wrapped;
   - the draft-model drafter: its runner skips the catch-up forward after an all-accepted step.
 For each mutation the correctness tests named with it run in-process on the mutated engine, with
-fewer samples (SAMPLES -> 2,000 runs or draws, RUN_TOKENS -> 3,000 tokens: these bugs move the law a
+fewer samples (SAMPLES -> 1,000 runs or draws, RUN_TOKENS -> 2,000 tokens: these bugs move the law a
 lot), and at least two must fail. The control test runs the same tests, at the same sizes, on the
 unmutated engine and requires every one to pass, so a failure under a mutation is the bug's doing,
 not too few samples. A test fails as under pytest: an assertion fails or the engine raises (the
@@ -37,7 +37,7 @@ from specdec.decoding import Generation
 from specdec.drafters.model import ModelDrafter
 from specdec.verify import Verdict
 
-REDUCED = {"SAMPLES": 2_000, "RUN_TOKENS": 3_000}
+REDUCED = {"SAMPLES": 1_000, "RUN_TOKENS": 2_000}
 
 
 # --- the tests a mutation is run against ---------------------------------------------------------
