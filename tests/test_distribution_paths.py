@@ -12,7 +12,7 @@ lookup (the re-tokenised drafter is greedy-only; its greedy identity is in test_
   - one long run (K=3, 10,000 tokens) at each warping case of distribution.WARPING_CASES: every
     token against the warped law of its two-token context (hundreds to thousands of tokens by each
     path, guarded below).
-Chi-square against enumeration, pass at p >= 0.001, 20,000 short runs or 10,000 tokens from one
+Chi-square against enumeration, pass at p >= 0.001, 10,000 short runs or 10,000 tokens from one
 seeded generator per test (seed 0); a correct engine fails a given test with probability 0.001.
 """
 from dataclasses import replace
@@ -26,7 +26,7 @@ from specdec import DecodeSettings
 from specdec.drafters.prompt_lookup import PromptLookupDrafter
 from table_model import TableModel
 
-SAMPLES = 20_000
+SAMPLES = 10_000
 RUN_TOKENS = 10_000
 P_VALUE_THRESHOLD = 1e-3
 VOCAB = 6
