@@ -285,13 +285,6 @@ def config_key(target, draft, prompt_ids, settings) -> tuple:
             model_name(draft), tuple(int(i) for i in prompt_ids), settings)
 
 
-def run_past_eos(generation) -> None:
-    """Makes a target-only Generation ignore end-of-text, so it can match the speculative run's count.
-    (Relies on Generation.eos_ids; tests/test_measurement.py checks it on the real engine.)"""
-    if hasattr(generation, "eos_ids"):
-        generation.eos_ids = ()
-
-
 def engine_contestants(engine, target, draft, prompt_ids, settings) -> tuple[Callable, Callable]:
     """(lead, follow) for `measure`: speculative decoding with `draft`, and the target alone.
     `engine` is the specdec package (or a fake with the same Generation / generate)."""
@@ -301,9 +294,9 @@ def engine_contestants(engine, target, draft, prompt_ids, settings) -> tuple[Cal
                       speculative_step_costs(result.events, settings.k, settings.max_new_tokens), result)
 
     def follow(tokens: int) -> Timing:
-        generation = engine.Generation(target, None, prompt_ids, replace(settings, max_new_tokens=max(1, tokens)))
-        run_past_eos(generation)
-        result = generation.result()
+        # ignore_eos: the target-only run goes on past its own end-of-text to match the speculative count
+        result = engine.Generation(target, None, prompt_ids, replace(settings, max_new_tokens=max(1, tokens)),
+                                   ignore_eos=True).result()
         return Timing(result.metrics.new_tokens, result.metrics.wall_time_s, baseline_step_costs(result.events),
                       result)
 

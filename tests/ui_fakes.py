@@ -72,7 +72,7 @@ class FakeModel:
 class FakeGeneration:
     """Emits steps where draft position 2 is always rejected; baseline (draft None) emits 1 token a step."""
 
-    def __init__(self, target, draft, ids, settings: DecodeSettings, step_s: float = 0.002):
+    def __init__(self, target, draft, ids, settings: DecodeSettings, step_s: float = 0.002, ignore_eos=False):
         if not ids:
             from specdec.errors import InvalidSettingsError
             raise InvalidSettingsError("The prompt is empty: type something to continue.")
@@ -162,8 +162,8 @@ class FakeEngine:
     def encode_prompt(self, model, text, chat=True):
         return model.encode(text)
 
-    def Generation(self, target, draft, ids, settings):  # noqa: N802 (mirrors the engine's class)
-        gen = FakeGeneration(target, draft, ids, settings)
+    def Generation(self, target, draft, ids, settings, ignore_eos=False):  # noqa: N802 (the engine's class)
+        gen = FakeGeneration(target, draft, ids, settings, ignore_eos=ignore_eos)
         self.generations.append(gen)
         return gen
 

@@ -30,11 +30,8 @@ SETTINGS = {"greedy": DecodeSettings(max_new_tokens=NEW_TOKENS, k=4, temperature
 
 def _baseline_rate(target, prompt_ids, settings) -> float:
     from ..decoding import Generation
-    from ..measurement import run_past_eos
 
-    gen = Generation(target, None, prompt_ids, settings)
-    run_past_eos(gen)
-    result = gen.result()
+    result = Generation(target, None, prompt_ids, settings, ignore_eos=True).result()
     return result.metrics.new_tokens / result.metrics.wall_time_s
 
 
