@@ -25,6 +25,7 @@ from .decoding import generate
 from .errors import InvalidSettingsError
 from .events import DecodeSettings
 from .measurement import Pair, Timing, estimate
+from .metrics import memory_summary
 
 OURS_BASE, OURS_SPEC, OURS_TRACED = "ours: target only", "ours: speculative", "ours: spec. + top-5 trace"
 HF_GENERATE, HF_ASSISTED = "transformers: generate", "transformers: assisted"
@@ -80,6 +81,7 @@ class BenchReport:
     ours_traced_vs_hf_assisted: Optional[float] = None
     ours_speculative_vs_ours_baseline: Optional[float] = None
     hf_assisted_vs_hf_generate: Optional[float] = None
+    memory: dict = field(default_factory=dict)  # our engines' MemoryReports, from one untimed run each
 
 
 class ForwardTimer:
@@ -222,7 +224,16 @@ def run_benchmark(target, draft, ids, *, k: int, max_new_tokens: int, repeats: i
         ours_traced_vs_hf_assisted=ratio.get((OURS_TRACED, HF_ASSISTED)),
         ours_speculative_vs_ours_baseline=ratio.get((OURS_SPEC, OURS_BASE)),
         hf_assisted_vs_hf_generate=ratio.get((HF_ASSISTED, HF_GENERATE)),
+        memory=measure_memories(target, draft, ids, k, max_new_tokens),
     )
+
+
+def measure_memories(target, draft, ids, k: int, max_new_tokens: int) -> dict:
+    """{engine: MemoryReport} of our target-only and speculative runs (one untimed run each, after the rounds)."""
+    settings = DecodeSettings(max_new_tokens=max_new_tokens, k=k, temperature=0.0)
+    spec = OURS_PLD if drafter_mode(draft) == "prompt-lookup" else OURS_SPEC
+    runs = {OURS_BASE: None, **({spec: draft} if draft is not None else {})}
+    return {name: generate(target, d, ids, settings).metrics.memory for name, d in runs.items()}
 
 
 def summarize_engine(name: str, runs: list[tuple]) -> EngineFigures:
@@ -257,4 +268,5 @@ def format_table(report: BenchReport) -> str:
         verdict = f" ({c.verdict})" if c.verdict else ""
         lines.append(f"{c.engine + ' / ' + c.reference:<{width}}  {c.description}{verdict}")
     lines.append(f"greedy tokens identical across all engines and repeats: {report.greedy_identical}")
+    lines += [f"{name}: {memory_summary(memory)}" for name, memory in report.memory.items()]
     return "\n".join(lines)

@@ -17,6 +17,7 @@ from .errors import SpecDecError
 from .events import DecodeSettings
 from .limits import (K_MAX, NUM_SAMPLES_MAX, SEED_MAX, TEMPERATURE_MAX, check_finite, check_integer,
                      check_model_name, check_prompt_text)
+from .metrics import memory_summary
 from .sampling import validate
 from .schedules import SCHEDULES
 
@@ -136,6 +137,7 @@ def run_generate(args) -> int:
     for result in results:
         print(result.text if result.text is not None else " ".join(map(str, result.token_ids)))
     print(format_summary(first.metrics), file=sys.stderr)
+    print(memory_summary(first.metrics.memory), file=sys.stderr)
     return 0
 
 

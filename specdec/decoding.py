@@ -17,7 +17,7 @@ from .drafters.registry import as_drafter
 from .events import DecodeSettings, RunResult, StepEvent
 from .errors import InvalidSettingsError
 from .loading import LoadedModel
-from .metrics import measure_memory, summarize
+from .metrics import measure_memory, start_memory_probe, summarize
 from .prompting import check_context
 from .sampling import build_warpers, probabilities, validate
 from .schedules import make_schedule
@@ -67,7 +67,7 @@ class Generation:
         self.events: list[StepEvent] = []
         self.token_ids: list[int] = []
         self.engine_time_s = 0.0  # excludes time the consumer spends between events
-        self._target_runner = None
+        self._target_runner = self._memory_probe = None
         self._steps = self._run()
         self._done = False
 
@@ -89,7 +89,7 @@ class Generation:
         if not self._done:
             for _ in self._steps:
                 pass
-        memory = measure_memory(self.target, self.drafter, self._target_runner)
+        memory = measure_memory(self.target, self.drafter, self._target_runner, self._memory_probe, self.settings.k)
         metrics = summarize(self.events, self.engine_time_s, self._target_runner, self.drafter, memory)
         return RunResult(
             prompt_ids=list(self.prompt_ids),
@@ -105,6 +105,7 @@ class Generation:
     # -- the loop ---------------------------------------------------------------------------
 
     def _run(self) -> Iterator[StepEvent]:
+        self._memory_probe = start_memory_probe(self.target.device)  # before the run allocates its caches
         started = time.perf_counter()
         seq = list(self.prompt_ids)
         max_length = len(seq) + self.settings.max_new_tokens + self.settings.k + 1

@@ -102,8 +102,39 @@ class StepEvent:
         return asdict(self)
 
 
+PEAK_CUDA = "cuda allocator"  # torch's allocator statistics: exact for tensors
+PEAK_CPU = "cpu peak RSS (coarse)"  # the process's resident memory: see MemoryReport
+
+
 @dataclass
 class MemoryReport:
+    """The memory of one run, in bytes: the vocabulary the engine, UI, CSV, JSON and docs all use.
+
+    Counted exactly, from the tensors themselves:
+      target weights      target_param_bytes
+      draft weights       draft_param_bytes: what the drafter adds to the target (tensors it shares with
+                          the target are not counted): a draft model's weights, Medusa/EAGLE heads with their
+                          head rows, an early exit's adapter; prompt lookup: 0
+      target KV cache     target_kv_bytes: the target runner's cache as allocated at the run's end
+      draft KV cache      draft_kv_bytes: the drafter's own per-sequence state (Drafter.state_bytes): a draft
+                          model's KV cache, the EAGLE head's cache, Medusa's last feature; prompt lookup: 0
+      verification slots  verify_kv_bytes: the target KV room that verifying K drafts + 1 needs beyond the
+                          run's own tokens, K x the target's KV bytes per position (from its config; 0 for a
+                          target-only run; None when the config does not give the cache's shape)
+      extra memory        extra_bytes = draft weights + draft KV cache + verification slots: what speculative
+                          decoding adds to decoding with the target alone
+    Measured, where counting cannot reach (activations, allocator overheads):
+      peak_delta_bytes    the run's peak over what was in use when it started (weights loaded before the run
+                          are not in it; its caches, drafter state and transient activations, such as the
+                          K+1 verification logits, are). peak_source says how it was measured: PEAK_CUDA
+                          (torch's allocator statistics, reset at the run's start), or PEAK_CPU: the
+                          process's peak resident set size over its RSS at the start, coarse (the allocator
+                          keeps freed pages, so a run after a larger one can show 0; page granularity;
+                          runs that overlap, as in the Race tab, share one peak). None: not measurable here
+      peak_device_bytes   CUDA: the allocator's absolute peak during the run
+      process_rss_bytes   the process's resident set size at the run's end
+    """
+
     device: str
     target_param_bytes: int
     draft_param_bytes: int
@@ -111,6 +142,17 @@ class MemoryReport:
     draft_kv_bytes: int
     peak_device_bytes: Optional[int]  # CUDA only
     process_rss_bytes: Optional[int]  # CPU: resident set size of this process
+    verify_kv_bytes: Optional[int] = None
+    peak_delta_bytes: Optional[int] = None
+    peak_source: Optional[str] = None  # PEAK_CUDA | PEAK_CPU | None
+    extra_bytes: int = field(init=False)
+
+    def __post_init__(self):
+        self.extra_bytes = self.draft_param_bytes + self.draft_kv_bytes + (self.verify_kv_bytes or 0)
+
+    @property
+    def peak_is_coarse(self) -> bool:
+        return self.peak_source == PEAK_CPU
 
 
 @dataclass

@@ -187,10 +187,11 @@ def check_max_new_tokens(value, limits: Limits) -> int:
     return check_integer("Max new tokens", value, 1, limits.max_new_tokens)
 
 
-def check_sweep_size(drafts: int, ks: int, temperatures: int, limits: Limits) -> int:
-    points = drafts * ks * temperatures
+def check_sweep_size(drafts: int, ks: int, temperatures: int, limits: Limits, schedules: int = 1) -> int:
+    points = drafts * ks * temperatures * schedules
     if points > limits.max_sweep_points:
         raise InvalidSettingsError(
             f"This sweep has {points} points ({drafts} draft(s) x {ks} K value(s) x {temperatures} "
-            f"temperature(s)); this deployment runs at most {limits.max_sweep_points}: choose fewer values")
+            f"temperature(s) x {schedules} K schedule(s)); this deployment runs at most "
+            f"{limits.max_sweep_points}: choose fewer values")
     return points

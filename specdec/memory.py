@@ -25,6 +25,17 @@ def gb(n: float) -> str:
     return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
 
 
+def format_bytes(n: Optional[float]) -> str:
+    """Binary units, as the memory figures use: 512 B, 48.0 KiB, 3.5 MiB, 1.2 GiB ("–" when unknown)."""
+    if n is None:
+        return "–"
+    for unit in ("B", "KiB", "MiB"):
+        if abs(n) < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
 def free_bytes(device: torch.device) -> Optional[int]:
     """Memory the device can still give (None when unknown, e.g. mps)."""
     if device.type == "cuda":

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
 
-from .events import MemoryReport, RunMetrics, StepEvent
+from .events import PEAK_CPU, PEAK_CUDA, MemoryReport, RunMetrics, StepEvent
+from .memory import format_bytes, kv_bytes_per_position
 from .theory import measured_alpha
 
 
@@ -54,20 +56,70 @@ def acceptance_by_position(events: list[StepEvent]) -> list[Optional[float]]:
     return [accepted / drafted if drafted else None for _, drafted, _, accepted in position_counts(events)]
 
 
-def measure_memory(target, drafter, target_runner) -> MemoryReport:
-    """Parameter bytes (the drafter's: what it adds beyond the target) and state bytes now allocated."""
-    device = target.device
-    peak = None
+@dataclass(frozen=True)
+class MemoryProbe:
+    """The measured side of a run's memory (MemoryReport defines the terms), started before the run allocates."""
+
+    source: Optional[str]  # PEAK_CUDA | PEAK_CPU | None: nothing to measure with here
+    start_bytes: int = 0  # CUDA: allocated; CPU: resident, when the run started
+
+
+def start_memory_probe(device: torch.device) -> MemoryProbe:
+    """Resets the peak statistics (CUDA: the allocator's; CPU: the process's high-water mark) and notes
+    what is in use now."""
     if device.type == "cuda":
-        peak = int(torch.cuda.max_memory_allocated(device))
+        torch.cuda.reset_peak_memory_stats(device)
+        return MemoryProbe(PEAK_CUDA, int(torch.cuda.memory_allocated(device)))
+    rss = _status_bytes("VmRSS") if device.type == "cpu" else None
+    if rss is None or not _reset_peak_rss():
+        return MemoryProbe(None)
+    return MemoryProbe(PEAK_CPU, rss)
+
+
+def peak_delta_bytes(probe: Optional[MemoryProbe], device: torch.device) -> Optional[int]:
+    """The peak since the probe started, over what was in use then (None when not measurable)."""
+    if probe is None or probe.source is None:
+        return None
+    peak = torch.cuda.max_memory_allocated(device) if probe.source == PEAK_CUDA else _status_bytes("VmHWM")
+    return None if peak is None else max(0, int(peak) - probe.start_bytes)
+
+
+def _reset_peak_rss() -> bool:
+    """Linux: writing 5 to clear_refs sets the peak RSS (VmHWM) to the current RSS."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _status_bytes(key: str) -> Optional[int]:
+    """A "kB" line of /proc/self/status (VmRSS, VmHWM) in bytes."""
+    try:
+        with open("/proc/self/status") as status:
+            line = next((l for l in status if l.startswith(key + ":")), None)
+    except OSError:
+        return None
+    return int(line.split()[1]) * 1024 if line else None
+
+
+def measure_memory(target, drafter, target_runner, probe: Optional[MemoryProbe] = None, k: int = 0) -> MemoryReport:
+    """The run's MemoryReport: parameter bytes, the state its runners hold now, the verification slots of
+    K drafts (k: the largest K the run's schedule may use) and, with a probe, its measured peak."""
+    device = target.device
+    per_position = kv_bytes_per_position(target.model.config, target.dtype) if drafter is not None else 0
     return MemoryReport(
         device=str(device),
         target_param_bytes=target.param_bytes,
         draft_param_bytes=drafter.param_bytes() if drafter is not None else 0,
         target_kv_bytes=target_runner.kv_bytes() if target_runner is not None else 0,
         draft_kv_bytes=drafter.state_bytes() if drafter is not None else 0,
-        peak_device_bytes=peak,
+        peak_device_bytes=int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None,
         process_rss_bytes=process_rss_bytes(),
+        verify_kv_bytes=None if per_position is None else k * per_position,
+        peak_delta_bytes=peak_delta_bytes(probe, device),
+        peak_source=probe.source if probe is not None else None,
     )
 
 
@@ -77,3 +129,16 @@ def process_rss_bytes() -> Optional[int]:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return None
+
+
+def memory_summary(memory: Optional[MemoryReport]) -> str:
+    """One line in MemoryReport's terms (the CLI and bench print it)."""
+    if memory is None:
+        return "memory: not reported"
+    b = format_bytes
+    peak = ("not measurable here" if memory.peak_source is None
+            else f"{b(memory.peak_delta_bytes)} ({memory.peak_source})")
+    return (f"memory: extra {b(memory.extra_bytes)} = draft weights {b(memory.draft_param_bytes)} + draft KV cache "
+            f"{b(memory.draft_kv_bytes)} + verification slots {b(memory.verify_kv_bytes)}; target weights "
+            f"{b(memory.target_param_bytes)}, target KV cache {b(memory.target_kv_bytes)}; run peak over its start "
+            f"{peak}")

@@ -1,4 +1,6 @@
-"""Sweeps over draft length K, temperature and draft, each point a measured speedup (specdec.measurement).
+"""Sweeps over draft length K, temperature, draft and K schedule, each point a measured speedup
+(specdec.measurement). For an adaptive schedule (specdec.schedules) a point's K is the largest K the
+schedule may draft in a step (heuristic and optimal also start there).
 
 No UI here: the Sweep tab and scripts/measure_sweep.py drive it. `engine` is the specdec package (or a
 fake with the same Generation / generate), injected for testing.
@@ -7,13 +9,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional, Sequence
 
 from .events import DecodeSettings
+from .schedules import SCHEDULES
 from .measurement import SWEEP, Estimate, Measurement, Policy, config_key, measure_speedup
 from .theory import (best_k, median, fit_line, paired_cost_ratios, relative_errors,
                      theoretical_speedup)
 
+CONSTANT = SCHEDULES[0]  # the schedule the theory describes and adaptive ones are compared with
 CACHE_SIZE = 64  # measurements kept per session
 THEORY_MIN_SHARE = 0.9  # the theory assumes K drafted tokens every step: drawn only where that nearly holds
 
@@ -21,14 +25,15 @@ THEORY_MIN_SHARE = 0.9  # the theory assumes K drafted tokens every step: drawn 
 @dataclass(frozen=True)
 class SweepPoint:
     draft: str
-    k: int
+    k: int  # an adaptive schedule's largest K
     temperature: float
+    schedule: str = CONSTANT
 
 
 @dataclass
 class SweepRow:
     draft: str
-    k: int
+    k: int  # an adaptive schedule's largest K
     temperature: float
     new_tokens: int
     drafted: int
@@ -54,6 +59,16 @@ class SweepRow:
     theory_measured: Optional[float] = None  # E / (K·c + v_fit(K))
     theory_best_k: Optional[int] = None  # the textbook form's best K
     best_measured: bool = False
+    # memory, in MemoryReport's terms (specdec/events.py), of the point's latest speculative run:
+    draft_param_bytes: Optional[int] = None
+    draft_kv_bytes: Optional[int] = None
+    target_kv_bytes: Optional[int] = None
+    verify_kv_bytes: Optional[int] = None
+    extra_bytes: Optional[int] = None  # extra memory: draft weights + draft KV cache + verification slots
+    peak_delta_bytes: Optional[int] = None  # measured; coarse where peak_source says so
+    baseline_peak_delta_bytes: Optional[int] = None  # the same for the latest target-only run
+    peak_source: Optional[str] = None
+    schedule: str = CONSTANT
 
 
 def _parse_list(text: str, convert, lo, hi, what: str) -> list:
@@ -84,9 +99,21 @@ def parse_temperatures(text: str) -> list[float]:
     return _parse_list(text, float, 0.0, 2.0, "temperature")
 
 
-def plan_sweep(drafts: list[str], ks: list[int], temperatures: list[float]) -> list[SweepPoint]:
-    """Every combination, temperature-major."""
-    return [SweepPoint(d, k, t) for t in temperatures for d in drafts for k in ks]
+def parse_schedules(names) -> list[str]:
+    """The K schedules picked (a name or a list), in SCHEDULES' order; unknown names are refused."""
+    picked = {str(n).strip() for n in ([names] if isinstance(names, str) else names or []) if str(n).strip()}
+    unknown = sorted(picked - set(SCHEDULES))
+    if unknown:
+        raise ValueError(f"Unknown K schedule {unknown[0]!r}: choose from {', '.join(SCHEDULES)}.")
+    if not picked:
+        raise ValueError("Pick at least one K schedule.")
+    return [s for s in SCHEDULES if s in picked]
+
+
+def plan_sweep(drafts: list[str], ks: list[int], temperatures: list[float],
+               schedules: Sequence[str] = (CONSTANT,)) -> list[SweepPoint]:
+    """Every combination, temperature-major, then draft, schedule and K."""
+    return [SweepPoint(d, k, t, s) for t in temperatures for d in drafts for s in schedules for k in ks]
 
 
 def remember(cache: dict, key, value, size: int = CACHE_SIZE) -> None:
@@ -105,14 +132,44 @@ def make_row(point: SweepPoint, measurement: Measurement) -> SweepRow:
     c, v = paired_cost_ratios(measurement.pairs)
     metrics = spec.metrics if spec is not None else None
     return SweepRow(
-        draft=point.draft, k=point.k, temperature=point.temperature, new_tokens=est.new_tokens,
+        draft=point.draft, k=point.k, temperature=point.temperature, schedule=point.schedule, new_tokens=est.new_tokens,
         drafted=drafted, evaluated=evaluated, accepted=accepted,
         acceptance_rate=accepted / drafted if drafted else None,
         alpha_point=accepted / evaluated if evaluated else None,
         tokens_per_forward=metrics.mean_tokens_per_target_forward if metrics else None,
         tokens_per_s=est.lead_tokens_per_s, baseline_tokens_per_s=est.follow_tokens_per_s,
         speedup=est.ratio, speedup_low=est.low, speedup_high=est.high, repeats=est.repeats,
-        proposal_share=costs.proposal_share if costs else None, c=c, v=v)
+        proposal_share=costs.proposal_share if costs else None, c=c, v=v, **memory_fields(measurement))
+
+
+MEMORY_FIELDS = ("draft_param_bytes", "draft_kv_bytes", "target_kv_bytes", "verify_kv_bytes", "extra_bytes",
+                 "peak_delta_bytes", "peak_source")
+
+
+def memory_fields(measurement: Measurement) -> dict:
+    """A point's memory columns from its latest pair's runs (none when they carry no MemoryReport)."""
+    spec, base = (_memory_of(r) for r in (measurement.lead_result, measurement.follow_result))
+    fields = {name: getattr(spec, name) for name in MEMORY_FIELDS} if spec is not None else {}
+    return {**fields, "baseline_peak_delta_bytes": base.peak_delta_bytes if base is not None else None}
+
+
+def _memory_of(result):
+    return result.metrics.memory if result is not None and result.metrics is not None else None
+
+
+def pareto_front(rows: list[SweepRow]) -> list[SweepRow]:
+    """Per temperature, the points no other point beats on both counts (as fast or faster for no more extra
+    memory, better on one): sorted by extra memory. Points without a speedup or extra memory are left out."""
+    front = []
+    for temperature in sorted({r.temperature for r in rows}):
+        known = [r for r in rows
+                 if r.temperature == temperature and r.speedup is not None and r.extra_bytes is not None]
+        best = None
+        for r in sorted(known, key=lambda r: (r.extra_bytes, -r.speedup)):
+            if best is None or r.speedup > best:
+                front.append(r)
+                best = r.speedup
+    return front
 
 
 class SweepRunner:
@@ -132,7 +189,7 @@ class SweepRunner:
             self.engine.generate(self.target, draft, self.ids, settings)
 
     def settings_for(self, point: SweepPoint) -> DecodeSettings:
-        return replace(self.base, k=point.k, temperature=point.temperature)
+        return replace(self.base, k=point.k, temperature=point.temperature, k_schedule=point.schedule)
 
     def estimates(self, point: SweepPoint) -> Iterator[Estimate]:
         """The point's estimate after every repeat (see specdec.measurement.measure)."""
@@ -160,14 +217,19 @@ class SweepRunner:
             yield row
 
 
+def group_key(row) -> tuple[str, str, float]:
+    """A sweep's line: one draft, K schedule and temperature, over K."""
+    return row.draft, row.schedule, row.temperature
+
+
 def add_theory(rows: list[SweepRow], k_max: int = 16) -> list[SweepRow]:
-    """Per (draft, temperature), over every K measured: pools α (accepted / evaluated) and c (the
-    median; sampling adds per-token work, so c depends on temperature) and fits v(K) as a line in K
-    (robustly: verifying K + 1 tokens grows about linearly with K); then fills both theory forms
+    """Per (draft, schedule, temperature), over every K measured: pools α (accepted / evaluated) and c
+    (the median; sampling adds per-token work, so c depends on temperature) and fits v(K) as a line in
+    K (robustly: verifying K + 1 tokens grows about linearly with K); then fills both theory forms
     (textbook v = 1, measured v(K)) where the theory applies (theory_applies) and marks the best
     measured K of each group."""
-    for group in {(r.draft, r.temperature) for r in rows}:
-        members = [r for r in rows if (r.draft, r.temperature) == group]
+    for group in {group_key(r) for r in rows}:
+        members = [r for r in rows if group_key(r) == group]
         evaluated = sum(r.evaluated for r in members)
         alpha = sum(r.accepted for r in members) / evaluated if evaluated else None
         c = median(r.c for r in members)
@@ -186,8 +248,44 @@ def add_theory(rows: list[SweepRow], k_max: int = 16) -> list[SweepRow]:
 
 
 def theory_applies(row: SweepRow) -> bool:
-    """The i.i.d. theory at K describes runs that draft K tokens (almost) every step."""
-    return row.proposal_share is None or row.proposal_share >= THEORY_MIN_SHARE
+    """The i.i.d. theory at K describes runs that draft K tokens (almost) every step: constant K only."""
+    return row.schedule == CONSTANT and (row.proposal_share is None or row.proposal_share >= THEORY_MIN_SHARE)
+
+
+@dataclass(frozen=True)
+class ScheduleComparison:
+    """An adaptive schedule's best point against the best constant K's, for one draft and temperature."""
+
+    schedule: str
+    best: SweepRow  # the schedule's best measured (largest) K
+    constant: Optional[SweepRow]  # the best constant K; None when the sweep measured no constant K
+
+    @property
+    def verdict(self) -> Optional[str]:
+        """"faster" / "slower" when the 95% intervals are disjoint, "no measurable difference" when they
+        overlap; None without both intervals."""
+        a, b = self.best, self.constant
+        if b is None or None in (a.speedup_low, a.speedup_high, b.speedup_low, b.speedup_high):
+            return None
+        if a.speedup_low > b.speedup_high:
+            return "faster"
+        if a.speedup_high < b.speedup_low:
+            return "slower"
+        return "no measurable difference"
+
+
+def compare_schedules(rows: list[SweepRow]) -> list[ScheduleComparison]:
+    """Per (draft, temperature), each adaptive schedule's best point next to the best constant K's
+    (the points add_theory marked best)."""
+    best = {group_key(r): r for r in rows if r.best_measured}
+    return [ScheduleComparison(s, row, best.get((d, CONSTANT, t)))
+            for (d, s, t), row in sorted(best.items(), key=lambda item: group_order(item[0])) if s != CONSTANT]
+
+
+def group_order(group: tuple[str, str, float]) -> tuple:
+    """Sorts groups by draft, temperature, then schedule in SCHEDULES order."""
+    draft, schedule, temperature = group
+    return draft, temperature, SCHEDULES.index(schedule) if schedule in SCHEDULES else len(SCHEDULES)
 
 
 def theory_curve(alpha: float, c: float, ks: list[int]) -> list[float]:

@@ -4,6 +4,7 @@ One page is shared by the tests below, in order: run a fixed-seed example, look 
 the plots and the tables, open the inspector, save the README's screenshot, then try a mistyped model
 name, sweeps (a tiny one, then a stopped one), races (a whole one, then a stopped one) and Stop.
 """
+import contextlib
 import re
 
 import pytest
@@ -32,6 +33,18 @@ def launch_chromium(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
 
 
+@contextlib.contextmanager
+def browser_page(tmp_path_factory, *flags: str, timeout_ms: int = 180_000, **page_options):
+    """`python app.py *flags` in a child process and a headless chromium page on it (1440 x 1100)."""
+    with app_process(tmp_path_factory.mktemp("app") / "app.log", *flags) as url, sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        page = browser.new_page(viewport={"width": 1440, "height": 1100}, **page_options)
+        page.set_default_timeout(timeout_ms)
+        page.goto(url)
+        yield page
+        browser.close()
+
+
 def use_models(page, target: str, draft: str) -> None:
     """The "name or path" fields win over the dropdowns: the tests run on the bundled lab pair."""
     accordion = page.get_by_text("Other model (name or path)")
@@ -43,18 +56,13 @@ def use_models(page, target: str, draft: str) -> None:
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
-    with app_process(tmp_path_factory.mktemp("app") / "app.log", "--no-preload") as url, sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        page = browser.new_page(viewport={"width": 1440, "height": 1100})
-        page.set_default_timeout(180_000)
-        page.goto(url)
+    with browser_page(tmp_path_factory, "--no-preload") as page:
         page.get_by_text(EXAMPLE, exact=True).click()
         expect(page.locator("#prompt textarea")).to_have_value("The os module provides a portable way of using")
         use_models(page, *LAB_PAIR)
         page.locator("#run-btn").click()
         page.wait_for_selector("#gen-status:has-text('Done.')")
         yield page
-        browser.close()
 
 
 def test_the_example_run_shows_accepted_and_rejected_tokens_with_their_classes(page):

@@ -1,24 +1,18 @@
 """The app as a newcomer opens it: the default pair (SmolLM2-135M-Instruct, fetched and preloaded at
 start) and the first example stream coloured tokens in a real browser (Debian's chromium, headless)."""
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from specdec import presets
-from specdec.ui.launch import app_process
-from test_browser import launch_chromium
+from test_browser import browser_page
 
 expect.set_options(timeout=420_000)  # a fresh machine fetches and converts the model first (1–2 minutes)
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
-    with app_process(tmp_path_factory.mktemp("app") / "app.log") as url, sync_playwright() as pw:
-        browser = launch_chromium(pw)
-        page = browser.new_page(viewport={"width": 1440, "height": 1100})
-        page.set_default_timeout(420_000)
-        page.goto(url)
+    with browser_page(tmp_path_factory, timeout_ms=420_000) as page:
         yield page
-        browser.close()
 
 
 def test_the_default_pair_is_the_real_target(page):

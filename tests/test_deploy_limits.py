@@ -66,7 +66,10 @@ REQUEST = dict(prompt="def f():", target="lab-target", draft="lab-draft-distille
     ({"target_custom": 7}, "Model name (target) must be text (got int)"),
     ({"ks": "1-16", "temperatures": "0, 1", "drafts": ["a", "b"]}, "This sweep has 64 points"),
     ({"ks": "5-1", "temperatures": "0", "drafts": ["a"]}, "a range goes low to high"),
-], ids=["max-new-tokens", "prompt-size", "surrogate", "nan", "name-type", "sweep-size", "reversed-range"])
+    ({"ks": "1-8", "temperatures": "0, 1", "drafts": ["a"], "schedules": ["constant", "heuristic", "confidence", "optimal"]},
+     "This sweep has 64 points (1 draft(s) x 8 K value(s) x 2 temperature(s) x 4 K schedule(s))"),
+], ids=["max-new-tokens", "prompt-size", "surrogate", "nan", "name-type", "sweep-size", "reversed-range",
+        "schedules-count"])
 def test_a_request_beyond_the_public_limits_is_refused_before_it_runs(changes, message):
     with pytest.raises((InvalidSettingsError, ValueError), match=re.escape(message)):
         check_request({**REQUEST, **changes}, PUBLIC)

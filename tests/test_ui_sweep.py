@@ -141,7 +141,7 @@ def test_heatmap_has_k_columns_and_temperature_rows():
 
 def test_the_table_has_short_headers_and_the_interval():
     df = sweep_dataframe(rows_for([1, 2]))
-    assert list(df.columns)[:4] == ["draft", "T", "K", "acc. rate"] and "95% interval" in df.columns
+    assert list(df.columns)[:5] == ["draft", "schedule", "T", "K", "acc. rate"] and "95% interval" in df.columns
     assert all("–" in v for v in df["95% interval"])
 
 

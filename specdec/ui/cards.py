@@ -5,17 +5,8 @@ from html import escape
 
 from specdec.measurement import pairs_for_interval
 from specdec.sweep import THEORY_MIN_SHARE
+from specdec.memory import format_bytes
 from specdec.theory import RunStats, draft_capacity, expected_tokens_per_forward, measured_alpha
-
-
-def format_bytes(n: int | None) -> str:
-    if n is None:
-        return "–"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
 
 
 def _card(label: str, value: str, sub: str = "", key: str = "") -> str:

@@ -135,14 +135,16 @@ def check_request(named: dict, limits: Limits) -> None:
 
 
 def check_sweep_request(named: dict, limits: Limits) -> None:
-    from specdec.sweep import parse_ks, parse_temperatures
+    from specdec.sweep import parse_ks, parse_schedules, parse_temperatures
 
     drafts = named.get("drafts") or []
     drafts = [drafts] if isinstance(drafts, str) else list(drafts)
     for draft in drafts:
         check_model_name(draft, "Draft name")
     ks, temperatures = parse_ks(named.get("ks")), parse_temperatures(named.get("temperatures"))
-    check_sweep_size(max(1, len([d for d in drafts if d and d.strip()])), len(ks), len(temperatures), limits)
+    schedules = parse_schedules(named.get("schedules") or ["constant"])
+    check_sweep_size(max(1, len([d for d in drafts if d and d.strip()])), len(ks), len(temperatures), limits,
+                     len(schedules))
 
 
 def budget_note(budget_s: float) -> str:

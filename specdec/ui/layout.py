@@ -10,7 +10,9 @@ from specdec import presets
 from specdec.schedules import SCHEDULES
 
 from . import race as race_tab
-from . import sweep_view
+from . import cost_tab
+from . import lossless_tab
+from . import report, sweep_view, tour
 from .callbacks import Lab
 from .guard import guard_run
 from .launch import preload_update
@@ -170,6 +172,7 @@ def _generate_tab(c: dict) -> None:
     c["steps_table"] = gr.Dataframe(empty_table(STEP_COLUMNS), label="Steps", wrap=True, max_height=300,
                                     elem_id="steps-table", column_widths=STEP_WIDTHS)
     c["exports"] = gr.File(label="Full trace (CSV per token, JSON with everything)", file_count="multiple")
+    report.build_report_controls(c)
 
 
 def _race_tab(c: dict) -> None:
@@ -191,6 +194,9 @@ def _sweep_tab(c: dict) -> None:
     with gr.Row():
         c["sweep_drafts"] = gr.Dropdown(drafts, value=[presets.DEFAULT_DRAFT], multiselect=True,
                                         allow_custom_value=True, label="Drafts", scale=3)
+        c["sweep_schedules"] = gr.Dropdown(list(SCHEDULES), value=["constant"], multiselect=True, label="K schedules",
+                                           info="an adaptive one's K is the largest K a step may draft",
+                                           elem_id="sweep-schedules", scale=2)
         c["sweep_ks"] = gr.Textbox("1-8", label="K values (e.g. 1-8 or 1,2,4,8)", elem_id="sweep-ks", scale=2)
         c["sweep_temps"] = gr.Textbox("0, 0.7, 1.0", label="Temperatures", elem_id="sweep-temps", scale=2)
         c["sweep_tokens"] = gr.Slider(8, 256, value=64, step=8, label="New tokens per run", scale=2,
@@ -204,6 +210,7 @@ def _sweep_tab(c: dict) -> None:
     with gr.Row():
         c["sweep_speedup"] = gr.Plot(elem_id="sweep-speedup", show_label=False, label="Speedup vs K")
         c["sweep_acceptance"] = gr.Plot(elem_id="sweep-acceptance", show_label=False, label="Acceptance vs K")
+    c["sweep_memory"] = gr.Plot(elem_id="sweep-memory", show_label=False, label="Speedup vs extra memory")
     c["sweep_heatmap"] = gr.Plot(elem_id="sweep-heatmap", show_label=False, label="Speedup heatmap")
     c["sweep_table"] = gr.Dataframe(empty_table(list(TABLE_COLUMNS.values())), label="Sweep (measured; theory with "
                                     "measured α, c and v(K))", max_height=300, elem_id="sweep-table",
@@ -246,9 +253,10 @@ def _wire_race_and_sweep(lab: Lab, c: dict, s, settings) -> None:
        show_progress_on=[c["race_base"], c["race_spec"]])
     on(c["sweep_run"].click, partial(sweep_view.sweep, lab),
        [s, c["prompt"], c["clean"], c["target"], c["target_custom"], c["sweep_drafts"], c["sweep_ks"],
-        c["sweep_temps"], c["sweep_tokens"], c["seed"], c["top_p"], c["top_k"], c["chat"], c["k_schedule"]],
-       pick(c, "cleanup", "sweep_acceptance", "sweep_speedup", "sweep_heatmap", "sweep_table", "sweep_export",
-            "sweep_best", "theory_fit", status="sweep_status", error="sweep_error"),
+        c["sweep_temps"], c["sweep_tokens"], c["seed"], c["top_p"], c["top_k"], c["chat"], c["k_schedule"],
+        c["sweep_schedules"]],
+       pick(c, "cleanup", "sweep_acceptance", "sweep_speedup", "sweep_heatmap", "sweep_memory", "sweep_table",
+            "sweep_export", "sweep_best", "theory_fit", status="sweep_status", error="sweep_error"),
        api_name="sweep", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=300,
        show_progress_on=[c["sweep_speedup"]])
     on(c["preset"].input, pick_preset, [c["preset"]], pick(c, "target", "draft", "sweep_drafts", "preset_note"),
@@ -268,19 +276,29 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
             _decoding_controls(c)
         gr.Markdown(INTRO)
         _prompt_controls(c)
-        with gr.Tabs():
+        tour.build_tour(c)
+        with gr.Tabs(elem_id="tabs") as c["tabs"]:
             with gr.Tab("Generate", id="generate"):
                 _generate_tab(c)
             with gr.Tab("Race", id="race"):
                 _race_tab(c)
             with gr.Tab("Sweep", id="sweep"):
                 _sweep_tab(c)
+            with gr.Tab("Is it exact?", id="lossless"):
+                lossless_tab.build(c)
+            with gr.Tab("Why this speedup?", id="cost"):
+                cost_tab.build(c)
             with gr.Tab("How it works", id="theory"):
                 gr.Markdown(THEORY)
                 c["theory_fit"] = gr.HTML(THEORY_FIT_EMPTY, elem_id="theory-fit", label="Theory vs measured",
                                           show_label=False)
         settings = _wire_generate(lab, c, session)
         _wire_race_and_sweep(lab, c, session, settings)
+        lossless_tab.wire(lab, c, session, settings)
+        cost_tab.wire(lab, c, session)
+        tour.wire_tour(c, session)
+        report.wire_report(lab, c, session)
+        report.add_svg_buttons(c)
         c["preload_timer"] = gr.Timer(1.0)  # the start-up fetch and preload report in the status line
         on(c["preload_timer"].tick, preload_update, [], pick(c, "status", "target", "draft", timer="preload_timer"),
            api_visibility="private", concurrency_limit=None)
@@ -292,7 +310,7 @@ LAUNCH_KWARGS = {"css": CSS, "theme": gr.themes.Soft(), "footer_links": ["api", 
 
 # Column widths that hold each header on one line at 12px (style.py), so no header wraps letter by letter.
 STEP_WIDTHS = ["5%", "4%", "20%", "9%", "7%", "11%", "17%", "9%", "9%", "9%"]
-SWEEP_WIDTHS = ["12.5%", "4%", "4%", "9%", "4%", "7.5%", "7.5%", "11.5%", "7.5%", "8.5%", "10%", "4%", "5%", "5%"]
+SWEEP_WIDTHS = [100, 78, 27, 27, 85, 27, 71, 71, 107, 71, 56, 63, 78, 92, 27, 49, 49]  # px: scrolls sideways if narrow
 THEORY_FIT_EMPTY = ('<div class="theory-fit">Run a sweep: both forms are then compared with your measured points '
                     'here.</div>')
 
@@ -325,6 +343,18 @@ With α, draft length K, c = draft forward time / target-only step time, and
 e.g. α = 0.8, K = 4, c = 0.05 → textbook ≈ 2.8×. On a CPU, or whenever a forward's fixed costs do not
 dominate, v(K) > 1 and the textbook form overestimates. The Sweep measures α, c and v(K) on this machine and
 draws both forms over the measured speedups; the table below is filled by your last sweep.
+
+### Where the memory goes
+Speculative decoding spends memory to save time. On top of the target's weights and KV cache it needs the **draft
+weights** (a separate draft model's; an early exit's adapter; Medusa or EAGLE heads' own layers plus their copy of the
+target's head rows for the draft vocabulary; nothing for prompt lookup), the **draft KV cache** (the drafter's own
+state: a draft model's cache for the whole sequence, the EAGLE head's one-layer cache, Medusa's last feature) and
+**verification slots**: the target's cache must hold K drafted positions beyond the run's own tokens. Verifying K+1
+tokens at once also makes K+1 rows of activations and logits, which are transient: only the measured peak shows them.
+Extra memory = draft weights + draft KV cache + verification slots, counted exactly; the Sweep plots each point's
+speedup against it and marks the Pareto front. It matters when the target barely fits: a GPU nearly full with the
+target's weights and cache has no room for a second model, while heads or prompt lookup still fit. On a CPU the
+measured peak is the process's resident memory, a coarse figure.
 
 ### How a speedup is measured
 The streamed run is for watching. The speedup is timed separately: speculative and target-only decoding run in

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
+from specdec.memory import format_bytes
 from specdec.metrics import position_counts
 
 from specdec.theory import compute_stats, result_stats, step_seconds
 
 COLORS = {"accepted": "#009E73", "rejected": "#D55E00", "resampled": "#E69F00", "bonus": "#0072B2",
           "target": "#777777", "spec": "#0072B2", "theory": "#CC79A7"}
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]  # one per series
 
 
 def style_figure(fig: go.Figure, title: str, x: str, y: str, height: int = 300) -> go.Figure:
@@ -76,20 +79,66 @@ def throughput_figure(spec, baseline=None) -> go.Figure:
     return style_figure(fig, title, "engine time (s)", "tokens")
 
 
+MEMORY_COLORS = {"target": "#0072B2", "target KV": "#56B4E9", "draft": "#E69F00", "draft KV": "#F5C65C",
+                 "verification slots": "#CC79A7", "measured": "#999999"}
+
+
+def _mib(n) -> float | None:
+    return None if n is None else n / 2**20
+
+
+def _peak_name(memory) -> str:
+    return "run peak Δ (RSS, coarse)" if memory.peak_is_coarse else "run peak Δ"
+
+
+def _held_parts(memory) -> list[tuple[str, int, str]]:
+    """(name, bytes, colour key) of what the run holds, counted then measured."""
+    parts = [("target weights", memory.target_param_bytes, "target"),
+             ("draft weights", memory.draft_param_bytes, "draft"),
+             ("target KV cache", memory.target_kv_bytes, "target KV"),
+             ("draft KV cache", memory.draft_kv_bytes, "draft KV")]
+    if memory.peak_device_bytes is not None:
+        parts.append(("peak device", memory.peak_device_bytes, "measured"))
+    if memory.peak_delta_bytes is not None:
+        parts.append((_peak_name(memory), memory.peak_delta_bytes, "measured"))
+    if memory.process_rss_bytes is not None:
+        parts.append(("process RSS", memory.process_rss_bytes, "measured"))
+    return parts
+
+
+def _two_lines(name: str) -> str:
+    return name.replace(" (", "<br>(") if " (" in name else name.replace(" ", "<br>", 1)
+
+
 def memory_figure(memory) -> go.Figure:
-    """Target weights, draft weights, each KV cache, and the peak (device) or process RSS."""
-    fig = go.Figure()
+    """Left, what the run holds (target weights and KV cache, the drafter's weights and KV cache, the measured
+    peaks; log scale, as process RSS dwarfs the rest); right, the extra memory of speculation stacked from its
+    parts (MemoryReport's terms)."""
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.75, 0.25], horizontal_spacing=0.12)
     if memory is not None:
-        parts = [("target weights", memory.target_param_bytes), ("draft weights", memory.draft_param_bytes),
-                 ("target KV cache", memory.target_kv_bytes), ("draft KV cache", memory.draft_kv_bytes)]
-        if memory.peak_device_bytes is not None:
-            parts.append(("peak device", memory.peak_device_bytes))
-        if memory.process_rss_bytes is not None:
-            parts.append(("process RSS", memory.process_rss_bytes))
-        mib = [v / 2**20 for _, v in parts]
-        fig.add_bar(x=[n for n, _ in parts], y=mib, text=[f"{v:.1f}" for v in mib], textposition="auto",
-                    marker_color=["#0072B2", "#56B4E9", "#009E73", "#8FD6B8", "#777777", "#AAAAAA"][:len(parts)])
-    return style_figure(fig, f"Memory ({memory.device if memory else 'n/a'})", "", "MiB")
+        parts = _held_parts(memory)
+        names = [n for n, _, _ in parts]
+        fig.add_bar(x=names, y=[_mib(v) for _, v, _ in parts], showlegend=False, name="held",
+                    text=[format_bytes(v) for _, v, _ in parts], textposition="outside", cliponaxis=False,
+                    marker_color=[MEMORY_COLORS[c] for _, _, c in parts], row=1, col=1)
+        fig.update_xaxes(tickvals=names, ticktext=[_two_lines(n) for n in names], tickangle=0, row=1, col=1)
+        fig.update_yaxes(type="log", row=1, col=1)
+        for name, value, color in (("draft weights", memory.draft_param_bytes, "draft"),
+                                   ("draft KV cache", memory.draft_kv_bytes, "draft KV"),
+                                   ("verification slots", memory.verify_kv_bytes or 0, "verification slots")):
+            fig.add_bar(x=["extra memory"], y=[_mib(value)], name=f"extra: {name}", marker_color=MEMORY_COLORS[color],
+                        hovertemplate=f"{name}: {format_bytes(value)}<extra></extra>", row=1, col=2)
+        fig.update_yaxes(title_text="MiB", row=1, col=2)
+        fig.update_layout(barmode="stack")
+    return style_figure(fig, _memory_title(memory), "", "MiB (log)", height=340)
+
+
+def _memory_title(memory) -> str:
+    if memory is None:
+        return "Memory (n/a)"
+    share = f", {memory.extra_bytes / memory.target_param_bytes:.1%} of the target's weights" \
+        if memory.target_param_bytes else ""
+    return f"Memory ({memory.device}): extra {format_bytes(memory.extra_bytes)}{share}"
 
 
 def run_figures(events, spec=None, baseline=None, memory=None) -> dict[str, go.Figure]:

@@ -10,37 +10,49 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from specdec.sweep import (THEORY_MIN_SHARE, SweepRunner, add_theory, fit_errors, parse_ks, parse_temperatures,
-                           plan_sweep, theory_applies)
+from specdec.memory import format_bytes
+from specdec.sweep import (CONSTANT, THEORY_MIN_SHARE, SweepRunner, add_theory, compare_schedules, fit_errors,
+                           group_key, group_order, parse_ks, parse_schedules, parse_temperatures, plan_sweep,
+                           theory_applies)
 
 from .callbacks import Lab, error_update, make_settings
 from .models import pick_name
-from .plots import style_figure
+from .memory_plots import pareto_figure, peak_text
+from .plots import PALETTE, style_figure
 from .render import render_key_result, render_status
 from .session import Session
 from .tables import export_dataframe
 
-PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
 # Shown: short headers (explained in SWEEP_TABLE_NOTE); the CSV export has every field of SweepRow.
-TABLE_COLUMNS = {"draft": "draft", "temperature": "T", "k": "K", "acceptance_rate": "acc. rate", "alpha": "α",
-                 "tokens_per_forward": "tok/fwd", "speedup": "speedup", "interval": "95% interval",
-                 "repeats": "repeats", "theory_textbook": "textbook", "theory_measured": "meas. form",
-                 "c": "c", "v": "v(K)", "best": "best"}
-SWEEP_TABLE_NOTE = ("acc. rate = accepted / drafted · α = accepted / evaluated (pooled over K) · tok/fwd = tokens "
-                    "per target forward, bonus included · speedup = median of timed pairs (interval: 95%, from 6 "
-                    "repeats) · textbook = E / (K·c + 1) · meas. form = E / (K·c + v(K)), v(K) from a line "
-                    "fitted over the measured K values · c = draft forward / target-only step · v(K) = a speculative step's "
-                    "target side (verifying K+1 tokens, bookkeeping) / target-only step, measured at this K")
+TABLE_COLUMNS = {"draft": "draft", "schedule": "schedule", "temperature": "T", "k": "K", "acceptance_rate": "acc. rate",
+                 "alpha": "α", "tokens_per_forward": "tok/fwd", "speedup": "speedup", "interval": "95% interval",
+                 "repeats": "repeats", "extra": "extra", "peak": "peak Δ", "theory_textbook": "textbook",
+                 "theory_measured": "meas. form", "c": "c", "v": "v(K)", "best": "best"}
+SWEEP_TABLE_NOTE = ("schedule = K schedule (adaptive: K is the largest K a step may draft; no theory drawn) · "
+                    "acc. rate = accepted / drafted · α = accepted / evaluated (pooled over K) · tok/fwd = tokens"
+                    " per target forward, bonus included · speedup = median of timed pairs (interval: 95%, from 6 "
+                    "repeats) · extra = extra memory: draft weights + draft KV cache + verification slots (K target "
+                    "KV positions), counted exactly · peak Δ = the speculative run's measured peak over its start "
+                    "(GPU: allocator; CPU: process RSS, coarse) · textbook = E / (K·c + 1) · meas. form = E / (K·c + "
+                    "v(K)), v(K) from a line fitted over the measured K values · c = draft forward / target-only step"
+                    " · v(K) = a speculative step's target side (verifying K+1 tokens, bookkeeping) / target-only "
+                    "step, measured at this K")
 
 
-def _groups(rows) -> list[tuple[str, float, list]]:
-    keys = sorted({(r.draft, r.temperature) for r in rows})
-    return [(d, t, sorted((r for r in rows if (r.draft, r.temperature) == (d, t)), key=lambda r: r.k))
-            for d, t in keys]
+def _groups(rows) -> list[tuple[str, str, float, list]]:
+    """(draft, schedule, temperature, its rows by K): one line of the figures each."""
+    keys = sorted({group_key(r) for r in rows}, key=group_order)
+    return [(*key, sorted((r for r in rows if group_key(r) == key), key=lambda r: r.k)) for key in keys]
 
 
-def _label(draft: str, temperature: float, many_drafts: bool) -> str:
-    return (f"{draft}, " if many_drafts else "") + f"T={temperature:g}"
+def _labeller(rows):
+    """Names a group by what varies in the sweep: draft (if several), schedule (if several), T."""
+    many_drafts, many_schedules = len({r.draft for r in rows}) > 1, len({r.schedule for r in rows}) > 1
+
+    def label(draft: str, schedule: str, temperature: float) -> str:
+        return ((f"{draft}, " if many_drafts else "") + (f"{schedule}, " if many_schedules else "")
+                + f"T={temperature:g}")
+    return label
 
 
 def integer_k_axis(fig: go.Figure, ks) -> go.Figure:
@@ -49,12 +61,12 @@ def integer_k_axis(fig: go.Figure, ks) -> go.Figure:
 
 
 def acceptance_figure(rows) -> go.Figure:
-    fig, many = go.Figure(), len({r.draft for r in rows}) > 1
-    for i, (d, t, members) in enumerate(_groups(rows)):
+    fig, label = go.Figure(), _labeller(rows)
+    for i, (d, s, t, members) in enumerate(_groups(rows)):
         fig.add_scatter(x=[r.k for r in members], y=[r.acceptance_rate for r in members], mode="lines+markers",
-                        name=f"{_label(d, t, many)} acceptance rate", line=dict(color=PALETTE[i % len(PALETTE)]))
+                        name=f"{label(d, s, t)} acceptance rate", line=dict(color=PALETTE[i % len(PALETTE)]))
         fig.add_scatter(x=[r.k for r in members], y=[r.alpha_point for r in members], mode="lines+markers",
-                        name=f"{_label(d, t, many)} α", line=dict(color=PALETTE[i % len(PALETTE)], dash="dot"),
+                        name=f"{label(d, s, t)} α", line=dict(color=PALETTE[i % len(PALETTE)], dash="dot"),
                         marker=dict(symbol="diamond"))
     fig.update_yaxes(range=[0, 1.05])
     integer_k_axis(fig, [r.k for r in rows])
@@ -71,11 +83,12 @@ def _error_bars(members) -> dict | None:
 
 
 def speedup_figure(rows) -> go.Figure:
-    """Measured speedup with its 95% interval (solid, best K starred), the textbook form (dashed) and
-    the measured form (dotted), both with the measured α and c."""
-    fig, many = go.Figure(), len({r.draft for r in rows}) > 1
-    for i, (d, t, members) in enumerate(_groups(rows)):
-        color, ks, label = PALETTE[i % len(PALETTE)], [r.k for r in members], _label(d, t, many)
+    """Measured speedup with its 95% interval (solid, best K starred; one line per draft, schedule and
+    temperature), the textbook form (dashed) and the measured form (dotted), both with the measured α and c
+    (constant K only)."""
+    fig, name = go.Figure(), _labeller(rows)
+    for i, (d, s, t, members) in enumerate(_groups(rows)):
+        color, ks, label = PALETTE[i % len(PALETTE)], [r.k for r in members], name(d, s, t)
         fig.add_scatter(x=ks, y=[r.speedup for r in members], mode="lines+markers", name=f"{label} measured",
                         line=dict(color=color, width=3), error_y=_error_bars(members))
         best = [r for r in members if r.best_measured]
@@ -96,11 +109,12 @@ def speedup_figure(rows) -> go.Figure:
 
 
 def heatmap_figure(rows) -> go.Figure:
-    """Measured speedup over K × temperature, one panel per draft."""
-    drafts = sorted({r.draft for r in rows})
-    fig = make_subplots(rows=1, cols=max(len(drafts), 1), subplot_titles=drafts or [""])
-    for col, draft in enumerate(drafts, start=1):
-        members = [r for r in rows if r.draft == draft]
+    """Measured speedup over K × temperature, one panel per draft (and schedule, when several)."""
+    panels = sorted({(r.draft, r.schedule) for r in rows}, key=lambda p: group_order((*p, 0.0)))
+    titles = [d if len({r.schedule for r in rows}) == 1 else f"{d} · {s}" for d, s in panels]
+    fig = make_subplots(rows=1, cols=max(len(panels), 1), subplot_titles=titles or [""])
+    for col, panel in enumerate(panels, start=1):
+        members = [r for r in rows if (r.draft, r.schedule) == panel]
         ks, temps = sorted({r.k for r in members}), sorted({r.temperature for r in members})
         grid = {(r.temperature, r.k): r.speedup for r in members}
         z = [[grid.get((t, k)) for k in ks] for t in temps]
@@ -117,7 +131,8 @@ def _interval(r) -> str:
 
 def sweep_dataframe(rows) -> pd.DataFrame:
     """The table as shown: short headers (see SWEEP_TABLE_NOTE), rounded."""
-    records = [{**asdict(r), "interval": _interval(r), "best": "★" if r.best_measured else ""} for r in rows]
+    records = [{**asdict(r), "interval": _interval(r), "best": "★" if r.best_measured else "",
+                "extra": format_bytes(r.extra_bytes), "peak": peak_text(r)} for r in rows]
     df = pd.DataFrame(records, columns=list(TABLE_COLUMNS)).round(3)
     return df.rename(columns=TABLE_COLUMNS)
 
@@ -129,7 +144,9 @@ def export_rows(rows) -> pd.DataFrame:
 def fit_summary(rows) -> str:
     """Each theory form's error against the measured points, per draft and temperature."""
     lines = []
-    for d, t, members in _groups(rows):
+    for d, s, t, members in _groups(rows):
+        if s != CONSTANT:
+            continue
         parts = []
         for fit in fit_errors(members):
             if fit.mean is not None:
@@ -144,7 +161,9 @@ def theory_fit_html(rows) -> str:
     if not rows:
         return ""
     body = []
-    for d, t, members in _groups(rows):
+    for d, s, t, members in _groups(rows):
+        if s != CONSTANT:
+            continue
         cells = "".join(f"<tr><td>{r.k}</td><td>{_fmt(r.speedup)}</td><td>{_fmt(r.theory_textbook)}</td>"
                         f"<td>{_fmt(r.theory_measured)}</td><td>{_fmt(r.v)}</td><td>{_fmt(r.v_fit)}</td></tr>"
                         for r in members)
@@ -163,8 +182,8 @@ def _fmt(x) -> str:
 def sweep_update(rows) -> dict:
     """Figures, table and CSV export of a finished (or stopped) sweep."""
     return {"sweep_acceptance": acceptance_figure(rows), "sweep_speedup": speedup_figure(rows),
-            "sweep_heatmap": heatmap_figure(rows), "sweep_table": sweep_dataframe(rows),
-            "sweep_export": export_dataframe(export_rows(rows), "specdec-sweep"),
+            "sweep_heatmap": heatmap_figure(rows), "sweep_memory": pareto_figure(rows),
+            "sweep_table": sweep_dataframe(rows), "sweep_export": export_dataframe(export_rows(rows), "specdec-sweep"),
             "sweep_best": best_summary(rows), "theory_fit": theory_fit_html(rows)}
 
 
@@ -177,36 +196,63 @@ def theory_note(draft: str, temperature: float, members) -> str:
             f"a step allows (as little as {min(shares):.0%}): the formulas assume K drafted tokens every step.")
 
 
+def _measured(row) -> str:
+    spread = f"interval {_interval(row)}" if row.speedup_low is not None else f"{row.repeats} repeats"
+    return f"{row.speedup:.2f}×, {spread}"
+
+
+VERDICTS = {"faster": "faster than the best constant K", "slower": "slower than the best constant K",
+            "no measurable difference": "no measurable difference (the intervals overlap)",
+            None: "too few repeats for both intervals, no comparison"}
+
+
+def schedule_lines(rows) -> list[str]:
+    """Each adaptive schedule's best speedup next to the best constant K's, with their intervals."""
+    lines = []
+    for cmp in compare_schedules(rows):
+        best, const = cmp.best, cmp.constant
+        head = (f"{best.draft} at T={best.temperature:g}, {cmp.schedule} schedule: best largest K={best.k} "
+                f"({_measured(best)})")
+        if const is None:
+            lines.append(f"{head}; no constant K in this sweep to compare with.")
+            continue
+        lines.append(f"{head} vs best constant K={const.k} ({_measured(const)}): {VERDICTS[cmp.verdict]}.")
+    return lines
+
+
 def best_summary(rows) -> str:
     lines = []
-    for d, t, members in _groups(rows):
+    for d, s, t, members in _groups(rows):
         best = next((r for r in members if r.best_measured), None)
-        if best:
+        if best and s == CONSTANT:
             theory = (f"; the textbook form's best K={best.theory_best_k} (α={best.alpha:.2f}, c={best.c_pooled:.2f})"
                       if best.theory_best_k else "")
-            spread = f"interval {_interval(best)}" if best.speedup_low is not None else f"{best.repeats} repeats"
-            lines.append(f"{d} at T={t:g}: best measured K={best.k} ({best.speedup:.2f}×, {spread}){theory}.")
-    notes = [theory_note(d, t, members) for d, t, members in _groups(rows)]
+            lines.append(f"{d} at T={t:g}: best measured K={best.k} ({_measured(best)}){theory}.")
+    notes = [theory_note(d, t, members) for d, s, t, members in _groups(rows) if s == CONSTANT]
     fits = " ".join(filter(None, [fit_summary(rows), *notes]))
-    return render_key_result(" ".join(lines)) + (render_status(f"Theory vs measured: {fits}") if fits else "")
+    return (render_key_result(" ".join(lines + schedule_lines(rows)))
+            + (render_status(f"Theory vs measured: {fits}") if fits else ""))
 
 
 
 def sweep(lab: Lab, session: Session, prompt, clean_whitespace, target, target_custom, drafts, ks, temperatures,
-          max_new_tokens, seed, top_p, top_k, chat=True, k_schedule="constant", progress=gr.Progress()):
-    """Generator for the Sweep tab: every (draft, K, temperature) point, a measured speedup."""
+          max_new_tokens, seed, top_p, top_k, chat=True, k_schedule="constant", schedules=None,
+          progress=gr.Progress()):
+    """Generator for the Sweep tab: every (draft, K schedule, K, temperature) point, a measured speedup.
+    `schedules`: the K schedules to compare (None: the sidebar's `k_schedule` alone)."""
     with session.timed_run():
         try:
             k_values, temps = parse_ks(ks), parse_temperatures(temperatures)
+            names = parse_schedules([k_schedule] if schedules is None else schedules)
             drafts = [d.strip() for d in ([drafts] if isinstance(drafts, str) else drafts or []) if d and d.strip()]
             if not drafts:
                 raise ValueError("Pick at least one draft model for the sweep.")
-            base = make_settings(k_values[0], temps[0], top_p, top_k, max_new_tokens, seed, k_schedule)
+            base = make_settings(k_values[0], temps[0], top_p, top_k, max_new_tokens, seed, names[0])
             prep = yield from lab.prepare(prompt, clean_whitespace, pick_name(target, target_custom), drafts,
                                           chat=chat is not False)
             runner = SweepRunner(lab.engine, prep.target, dict(zip(drafts, prep.drafts)), prep.ids, base,
                                  session.measurements, lab.sweep_policy, lambda: session.stop_requested)
-            points = plan_sweep(drafts, k_values, temps)
+            points = plan_sweep(drafts, k_values, temps, names)
             rows = yield from measure_points(runner, points, session, progress)
             session.sweep_rows = add_theory(rows)
             status = render_status(sweep_status(rows, points, session))
@@ -226,7 +272,9 @@ def measure_points(runner: SweepRunner, points, session: Session, progress):
     for i, point in enumerate(points):
         if session.stop_requested:
             break
-        desc = f"Measuring point {i + 1} of {len(points)}: {point.draft}, K={point.k}, T={point.temperature:g}"
+        schedule = "" if point.schedule == CONSTANT else f", {point.schedule}"
+        desc = (f"Measuring point {i + 1} of {len(points)}: {point.draft}{schedule}, K={point.k}, "
+                f"T={point.temperature:g}")
         yield {"status": render_status(desc + "…")}
         progress((i, len(points)), desc=desc, unit="points measured")
         row = runner.measure(point)
