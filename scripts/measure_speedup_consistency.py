@@ -7,6 +7,7 @@ calls. Then one /race per configuration, from yet another fresh session, and whe
 figure lies inside the Generate intervals.
 
     python scripts/measure_speedup_consistency.py [--calls 5] [--target lab-target] [--draft lab-draft-distilled]
+        [--examples 0,1,2]
 """
 from __future__ import annotations
 
@@ -64,10 +65,14 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=5)
     parser.add_argument("--target", default=presets.LAB_TARGET)
     parser.add_argument("--draft", default=presets.LAB_DRAFT)
+    parser.add_argument("--examples", default=None, help="which examples, by index (e.g. 0,1,2; default: all)")
     args = parser.parse_args()
+    chosen = None if args.examples is None else {int(i) for i in args.examples.split(",")}
     summary = []
     with app_process(Path(tempfile.gettempdir()) / "specdec-consistency-app.log", "--no-preload") as url:
-        for config in configurations(args.target, args.draft):
+        for index, config in enumerate(configurations(args.target, args.draft)):
+            if chosen is not None and index not in chosen:
+                continue
             name = f"{config['prompt'][:28]!r} K={config['k']} T={config['temperature']:g} seed={config['seed']}"
             started = time.perf_counter()
             calls = [generate_once(url, config) for _ in range(args.calls)]
