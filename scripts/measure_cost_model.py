@@ -95,6 +95,9 @@ def main() -> None:
     print(f"{device.label}: {device.bandwidth / 1e9:.1f} GB/s, {device.peak('float32') / 1e9:.1f} GFLOP/s float32, "
           f"overhead {device.forward_overhead_s * 1e3:.2f} ms per forward + {device.layer_overhead_s * 1e3:.3f} ms "
           f"per layer ({device.source})")
+    print("linear layers, seconds per weight byte by rows: " + ", ".join(
+        f"M={rows}: {s * 1e9:.3f} ns ({2 * rows / 4 / s / 1e9:.1f} GFLOP/s)"
+        for rows, s in device.row_curves["float32"]))
     results = {}
     for draft in args.drafts.split(","):
         results[draft] = report(*measure_pair(lab, args.target, draft.strip(), args))

@@ -10,6 +10,10 @@ A forward over n new tokens with `context` positions already in the KV cache:
            trace's top-k reads them)
   FLOPs  = 2 × matmul weights × rows + attention (QKᵀ and AV: 4 × heads × head_dim per attended position)
   time   = max(bytes / bandwidth, FLOPs / peak) + overhead (per forward + per decoder layer, devices.py)
+On a device with a measured row curve (this machine, devices.py) the weight products are timed by it instead:
+  time   = weight bytes × seconds per weight byte at the products' rows (n; the head: its logit rows)
+         + max((KV cache + logits) bytes / bandwidth, attention FLOPs / peak) + overhead
+(the products' own activations are part of what the curve measured).
 Intensity = FLOPs / bytes; a forward is bandwidth-bound when its memory time exceeds its compute time
 (its intensity lies below the device's ridge point, peak / bandwidth), else compute-bound.
 
@@ -90,10 +94,16 @@ class Cost:
     memory_s: float  # bytes / bandwidth
     compute_s: float  # FLOPs / peak
     overhead_s: float
+    measured_s: Optional[float] = None  # row-curve devices: the weight products by the curve + the rest's roofline
+
+    @property
+    def work_s(self) -> float:
+        """Its bytes' and FLOPs' time: the row curve's where the device has one, else the roofline's."""
+        return max(self.memory_s, self.compute_s) if self.measured_s is None else self.measured_s
 
     @property
     def time_s(self) -> float:
-        return max(self.memory_s, self.compute_s) + self.overhead_s
+        return self.work_s + self.overhead_s
 
     @property
     def intensity(self) -> float:
@@ -129,7 +139,13 @@ def forward_cost(net: Network, device: Device, dtype: str, tokens: int, context:
     flops = 2 * (tokens * (net.layers * net.layer_params + net.extra_params) + rows * net.head_params) + attention
     total = weights + kv + activations + logits
     overhead = device.forward_overhead_s + net.layers * device.layer_overhead_s
-    return Cost(tokens, total, flops, total / device.bandwidth, flops / device.peak(dtype), overhead)
+    peak = device.peak(dtype)
+    measured, per_byte = None, device.weight_byte_s
+    if per_byte(dtype, tokens) is not None:
+        body = (net.layers * net.layer_params + net.extra_params) * size
+        products = body * per_byte(dtype, tokens) + net.head_params * size * per_byte(dtype, rows)
+        measured = products + max((kv + logits) / device.bandwidth, attention / peak)
+    return Cost(tokens, total, flops, total / device.bandwidth, flops / peak, overhead, measured)
 
 
 # --- drafters -------------------------------------------------------------------------------------------

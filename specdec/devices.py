@@ -1,6 +1,15 @@
 """Devices for the cost model (specdec/cost_model.py): memory bandwidth, peak matmul FLOP/s per dtype and a
 fixed per-forward overhead; datasheet presets, and this machine measured at runtime.
 
+Row curve (measured devices only): the time per weight byte of a linear layer over M input rows, measured at
+a few M (ROW_COUNTS, PREFILL_ROWS) on weights too big for the caches, so that every product streams its
+weights from memory as decoding does. A CPU BLAS runs a product of a few rows far below both the bandwidth
+roof and the square matmul's peak (on the 2-core development machine, 5 rows took ~2.7x the time of 1), so
+on this machine the cost model times the weight products by this curve instead of the roofline. The GPU
+presets have none: they keep the roofline assumption that a product of a few rows is bandwidth-bound (its
+weights are read once whatever M is, and M rows are far below a GPU's ridge point); that is an assumption,
+not a measurement.
+
 Overhead, the time a forward costs beyond moving bytes and doing FLOPs: the host's work of launching
 every operation (Python, PyTorch's dispatch, a GPU kernel launch), `forward_overhead_s` once per forward
 (embedding, final norm, head, sampling hand-off) plus `layer_overhead_s` per decoder layer. For this
@@ -12,6 +21,7 @@ threads than real ones). For the GPU presets the overhead is an assumption, stat
 """
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import dataclass, field, replace
@@ -32,6 +42,8 @@ class Device:
     layer_overhead_s: float = 0.0  # fixed host time per decoder layer
     source: str = ""  # where the figures come from
     measured: bool = False
+    row_curves: dict = field(default_factory=dict)  # dtype name -> ((rows, seconds per weight byte), ...) by rows;
+    # measured devices only (module docstring)
 
     def peak(self, dtype: str) -> float:
         if dtype not in self.peak_flops:
@@ -40,10 +52,30 @@ class Device:
                              f"{' or '.join(sorted(self.peak_flops))}{hint}.")
         return self.peak_flops[dtype]
 
+    def weight_byte_s(self, dtype: str, rows: int) -> Optional[float]:
+        """Seconds per weight byte of a linear layer over `rows` input rows, from the measured row curve (None:
+        no curve for this dtype, the roofline applies)."""
+        curve = self.row_curves.get(dtype)
+        return None if not curve else interpolate_rows(curve, rows)
+
     @property
     def ridge(self) -> dict:
         """FLOP per byte where each dtype's roof turns from bandwidth- to compute-bound."""
         return {dtype: peak / self.bandwidth for dtype, peak in self.peak_flops.items()}
+
+
+def interpolate_rows(curve, rows: int) -> float:
+    """A row curve at `rows`: linear in log(rows) between measured points; the first point's value below it;
+    beyond the last, time grows in proportion to rows (the last point's FLOP/s: a large product is
+    compute-bound)."""
+    first_rows, first_s = curve[0]
+    if rows <= first_rows:
+        return first_s
+    for (lo, lo_s), (hi, hi_s) in zip(curve, curve[1:]):
+        if rows <= hi:
+            return lo_s + (hi_s - lo_s) * (math.log(rows) - math.log(lo)) / (math.log(hi) - math.log(lo))
+    last_rows, last_s = curve[-1]
+    return last_s * rows / last_rows
 
 
 # GPU presets: NVIDIA datasheet figures, dense (no 2:4 sparsity), non-tensor fp32 (PyTorch's default: TF32
@@ -122,6 +154,42 @@ def measure_peak(device: torch.device, dtype: torch.dtype) -> float:
         n *= 2
 
 
+ROW_COUNTS = (1, 2, 3, 5, 9, 17)  # a forward's new tokens are its products' rows: decode and verification
+PREFILL_ROWS = (64, 256)  # compute-bound: measured on one layer's matrices (whether cached or not hardly matters)
+# (outputs, inputs) of SmolLM2-135M's q, k, v, o, gate, up, down, as F.linear takes them
+LAYER_SHAPES = ((576, 576), (192, 576), (192, 576), (576, 576), (1536, 576), (1536, 576), (576, 1536))
+STREAM_LAYERS = 4  # 4 layers' matrices + HEAD_SLICE: 72 MiB in float32, beyond this machine's caches
+HEAD_SLICE = (8192, 576)  # a wide product, like the output head's
+
+
+def weight_matrices(device: torch.device, dtype: torch.dtype) -> list[torch.Tensor]:
+    """Distinct weight matrices of SmolLM2-like shapes, views of one buffer (its values do not change the time)."""
+    shapes = [*LAYER_SHAPES * STREAM_LAYERS, HEAD_SLICE]
+    flat = torch.full((sum(a * b for a, b in shapes),), 0.01, device=device, dtype=dtype)
+    offsets = [0]
+    for a, b in shapes:
+        offsets.append(offsets[-1] + a * b)
+    return [flat[start:start + a * b].view(a, b) for start, (a, b) in zip(offsets, shapes)]
+
+
+def products_s(weights: list[torch.Tensor], rows: int, device: torch.device) -> float:
+    """Seconds of one F.linear over `rows` rows ([1, rows, inputs], as the runners call it) per matrix, in turn."""
+    inputs = {w.shape[1]: torch.full((1, rows, w.shape[1]), 0.01, device=device, dtype=w.dtype) for w in weights}
+    return _timed(lambda: [torch.nn.functional.linear(inputs[w.shape[1]], w) for w in weights], device, repeats=2)
+
+
+def measure_row_curve(device: torch.device, dtype: torch.dtype) -> tuple[tuple[int, float], ...]:
+    """((rows, seconds per weight byte), ...): each M of ROW_COUNTS over every matrix of weight_matrices (each
+    product streams its weights from memory), each of PREFILL_ROWS over one layer's; the fastest of 2."""
+    weights = weight_matrices(device, dtype)
+    size = weights[0].element_size()
+    curve = []
+    for rows in ROW_COUNTS + PREFILL_ROWS:
+        subset = weights if rows in ROW_COUNTS else weights[:len(LAYER_SHAPES)]
+        curve.append((rows, products_s(subset, rows, device) / (sum(w.numel() for w in subset) * size)))
+    return tuple(curve)
+
+
 def tiny_llama(layers: int, device: torch.device):
     """A random-weight Llama (hidden 64) as a LoadedModel, so that it runs through the engine's own runner."""
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -187,25 +255,33 @@ def _measure(device: str) -> Device:
     with torch.inference_mode():
         bandwidth = measure_bandwidth(resolved)
         peak = measure_peak(resolved, torch.float32)
+        curve = measure_row_curve(resolved, torch.float32)
         per_forward, per_layer = measure_overhead(resolved)
     megabytes = BANDWIDTH_BYTES.get(resolved.type, BANDWIDTH_BYTES["cpu"]) >> 20
+    streamed = sum(a * b for a, b in [*LAYER_SHAPES * STREAM_LAYERS, HEAD_SLICE]) * 4 >> 20
+    rows = ", ".join(str(m) for m in ROW_COUNTS + PREFILL_ROWS)
     return Device(THIS_MACHINE, _machine_label(resolved), bandwidth, {"float32": peak}, per_forward, per_layer,
+                  row_curves={"float32": curve}, measured=True,
                   source=f"measured in {time.perf_counter() - started:.1f} s: the sum of a {megabytes} MB tensor, a "
-                         "square matmul, the forwards of two tiny models", measured=True)
+                         f"square matmul, linear layers of {rows} rows over {streamed} MB of weights, the forwards "
+                         "of two tiny models")
 
 
-_PEAKS: dict[tuple[str, str], float] = {}  # this process's measured peaks of other dtypes
+_PEAKS: dict[tuple[str, str], tuple] = {}  # this process's measured (peak, row curve) of other dtypes
 
 
 def with_dtype(machine: Device, dtype: str, device: str = "auto", measure: bool = True) -> Device:
-    """This machine with `dtype`'s matmul peak too, measured once per process (float32 is always there);
-    with measure=False only a peak measured before is added."""
+    """This machine with `dtype`'s matmul peak and row curve too, measured once per process (float32 is always
+    there); with measure=False only figures measured before are added."""
     from .loading import DTYPES, resolve_device
 
     key = (device, dtype)
     if dtype in machine.peak_flops or dtype not in DTYPES or (key not in _PEAKS and not measure):
         return machine
     if key not in _PEAKS:
+        resolved = resolve_device(device)
         with torch.inference_mode():
-            _PEAKS[key] = measure_peak(resolve_device(device), DTYPES[dtype])
-    return replace(machine, peak_flops={**machine.peak_flops, dtype: _PEAKS[key]})
+            _PEAKS[key] = measure_peak(resolved, DTYPES[dtype]), measure_row_curve(resolved, DTYPES[dtype])
+    peak, curve = _PEAKS[key]
+    return replace(machine, peak_flops={**machine.peak_flops, dtype: peak}, row_curves={**machine.row_curves,
+                                                                                        dtype: curve})

@@ -108,7 +108,8 @@ def measure_memory(target, drafter, target_runner, probe: Optional[MemoryProbe] 
     """The run's MemoryReport: parameter bytes, the state its runners hold now, the verification slots of
     K drafts (k: the largest K the run's schedule may use) and, with a probe, its measured peak."""
     device = target.device
-    per_position = kv_bytes_per_position(target.model.config, target.dtype) if drafter is not None else 0
+    config = getattr(getattr(target, "model", None), "config", None)  # absent on models without a transformers config
+    per_position = 0 if drafter is None else None if config is None else kv_bytes_per_position(config, target.dtype)
     return MemoryReport(
         device=str(device),
         target_param_bytes=target.param_bytes,

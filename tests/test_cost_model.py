@@ -2,7 +2,8 @@
 import pytest
 
 from specdec import cost_model as cm
-from specdec.devices import PRESETS, THIS_MACHINE, Device, device_choices, measure_this_machine, preset
+from specdec.devices import (PREFILL_ROWS, PRESETS, ROW_COUNTS, THIS_MACHINE, Device, device_choices,
+                             interpolate_rows, measure_this_machine, preset)
 from specdec.errors import ModelLoadError
 from specdec.loading import load_model
 from specdec.theory import theoretical_speedup
@@ -14,6 +15,10 @@ ROUND = cm.Network("round", layers=2, hidden=100, heads=1, kv_heads=1, head_dim=
 SLOW_MEMORY = Device("slow", "1 GB/s, 10 GFLOP/s", bandwidth=1e9, peak_flops={"float32": 1e10})
 OVERHEAD_ONLY = Device("ovh", "only overhead", bandwidth=1e30, peak_flops={"float32": 1e30}, forward_overhead_s=1e-3)
 COMPUTE_ONLY = Device("flops", "only compute", bandwidth=1e30, peak_flops={"float32": 1e9})
+# A fake row curve: 1 ns per weight byte at 1 row, 3 at 4 rows, 4 at 16 rows.
+CURVE = ((1, 1e-9), (4, 3e-9), (16, 4e-9))
+CURVED = Device("curved", "1 GB/s, 10 GFLOP/s, a row curve", bandwidth=1e9, peak_flops={"float32": 1e10},
+                row_curves={"float32": CURVE}, measured=True)
 SMOLLM2 = cm.Network("smollm2-135m-instruct", layers=30, hidden=576, heads=9, kv_heads=3, head_dim=64,
                      intermediate=1536, head_rows=49152)
 
@@ -51,6 +56,35 @@ def test_the_overhead_is_per_forward_plus_per_layer_and_adds_to_the_roofline_tim
                     layer_overhead_s=0.5e-3)
     cost = cm.forward_cost(ROUND, device, "float32", tokens=1, context=99)
     assert cost.overhead_s == pytest.approx(2e-3) and cost.time_s == pytest.approx(1.1472e-3 + 2e-3)
+
+
+def test_the_row_curve_is_linear_in_log_rows_between_measured_points():
+    assert interpolate_rows(CURVE, 1) == 1e-9 and interpolate_rows(CURVE, 4) == pytest.approx(3e-9)
+    assert interpolate_rows(CURVE, 2) == pytest.approx(2e-9)  # log 2 is halfway from log 1 to log 4
+    assert interpolate_rows(CURVE, 8) == pytest.approx(3.5e-9)  # halfway from log 4 to log 16
+
+
+def test_beyond_the_last_measured_rows_the_time_per_weight_byte_grows_in_proportion_to_rows():
+    assert interpolate_rows(CURVE, 32) == pytest.approx(8e-9) and interpolate_rows(CURVE, 160) == pytest.approx(40e-9)
+
+
+def test_a_device_without_a_curve_for_a_dtype_leaves_it_to_the_roofline():
+    assert CURVED.weight_byte_s("bfloat16", 2) is None and SLOW_MEMORY.weight_byte_s("float32", 2) is None
+
+
+def test_with_a_row_curve_the_weight_products_cost_their_bytes_at_the_curve_plus_the_rest_on_the_roofline():
+    cost = cm.forward_cost(ROUND, CURVED, "float32", tokens=2, context=99)
+    products = (2 * 70_000 + 100_000) * 4 * 2e-9  # layers and head at 2 rows: 2 ns per weight byte
+    kv_and_logits = 2 * 2 * 100 * 101 * 4 + 2 * 1000 * 4 * 4  # attention: 160,800 FLOPs, 16 µs, below this
+    assert cost.time_s == pytest.approx(products + kv_and_logits / 1e9) == pytest.approx(2.1136e-3)
+    assert cost.memory_s == pytest.approx(cost.bytes / 1e9)  # the roofline terms are still reported
+
+
+def test_with_a_row_curve_a_prefill_times_the_head_at_its_one_logit_row():
+    cost = cm.forward_cost(ROUND, CURVED, "float32", tokens=32, context=0, logit_rows=1)
+    layers, head = 2 * 70_000 * 4 * 8e-9, 100_000 * 4 * 1e-9  # 32 rows: 2 x 16 rows' 4 ns; the head at 1 row
+    kv_and_logits = 2 * 2 * 100 * 32 * 4 + 1000 * 4 * 4
+    assert cost.time_s == pytest.approx(layers + head + kv_and_logits / 1e9) == pytest.approx(4.9472e-3)
 
 
 def test_half_precision_halves_every_byte_but_the_float32_logits():
@@ -145,6 +179,11 @@ def test_this_machine_is_measured_once_per_process_with_positive_figures():
     assert first is measure_this_machine()
     assert first.bandwidth > 0 and first.peak("float32") > 0 and first.measured
     assert first.forward_overhead_s >= 0 and first.layer_overhead_s >= 0
+
+
+def test_this_machine_measures_a_row_curve_at_each_row_count():
+    curve = measure_this_machine().row_curves["float32"]
+    assert [rows for rows, _ in curve] == list(ROW_COUNTS + PREFILL_ROWS) and all(s > 0 for _, s in curve)
 
 
 # --- shapes from configs and the zoo -------------------------------------------------------------------------

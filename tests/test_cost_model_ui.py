@@ -1,4 +1,6 @@
 """The "Why this speedup?" tab's callbacks, without a server (a scripted engine, a fixed device)."""
+from dataclasses import replace
+
 import pytest
 
 from specdec.devices import THIS_MACHINE, Device
@@ -35,6 +37,16 @@ def test_the_roofline_places_decode_verification_and_prefill_of_target_and_draft
         assert any(n.startswith(f"{who}: decode, 1 token") for n in names)
         assert any(n.startswith(f"{who}:") and "prefill" in n for n in names)
     assert any("verify, K+1 = 5 tokens" in n for n in names) and names[0].startswith("roof")
+
+
+def test_the_roofline_shows_this_machines_measured_row_curve_and_a_preset_has_none():
+    curved = replace(HERE, row_curves={"float32": ((1, 1e-10), (5, 2e-10))})
+    view = cost_tab.predict_view(**{**VIEW, "device_key": THIS_MACHINE}, machine=lambda: curved)
+    [trace] = [t for t in view["roofline"].data if (t.name or "").startswith("measured linear layers")]
+    assert list(trace.x) == [0.5, 2.5] and list(trace.y) == pytest.approx([5e9, 12.5e9])  # 2M/4 FLOP/B over s
+    assert "Linear layers measured over M rows (M = 1: 10.0 GB/s, M = 5: 5.0 GB/s" in view["summary"]
+    preset_traces = cost_tab.predict_view(**VIEW)["roofline"].data
+    assert not any((t.name or "").startswith("measured linear") for t in preset_traces)
 
 
 def test_prompt_lookup_has_no_draft_points_and_predicts_c_zero():

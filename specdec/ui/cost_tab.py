@@ -40,6 +40,9 @@ max(bytes / bandwidth, FLOPs / peak) plus a fixed **overhead** per forward and p
 Decoding one token does ~1 FLOP per weight byte (fp32: 0.5), far below a GPU's ridge point (peak / bandwidth,
 hundreds of FLOP per byte), so it is **bandwidth-bound**: verifying K+1 tokens reads the same weights and costs
 about one step, v(K) ≈ 1. Where the ridge is low (a CPU) or the overhead dominates, the picture changes.
+On **this machine** the weight products are not put on the roofline but timed by a measured curve: the time per
+weight byte of linear layers over M = 1, 2, 3, 5, 9, 17, 64, 256 rows on weights too big for the caches (a CPU
+BLAS runs a few rows far below both roofs, so v(K) is well above 1 there).
 c = drafting time per token / a target-only step; v(K) = a (K+1)-token target forward / a 1-token one;
 speedup = E / (K·c + v(K)), E = (1 − α^(K+1)) / (1 − α) (the textbook form takes v = 1). Measured c and v(K)
 come from timed runs of both decoders (the Sweep's definitions: whole steps, bookkeeping included)."""
@@ -230,7 +233,8 @@ def summary_html(pred: cm.Prediction, alpha: float, measured: Optional[Measured]
     head = (f"<b>{escape(dev.label)}</b>, {pred.dtype}: {dev.bandwidth / 1e9:.0f} GB/s, "
             f"{dev.peak(pred.dtype) / 1e12:.3g} TFLOP/s, ridge {dev.peak(pred.dtype) / dev.bandwidth:.3g} FLOP/byte, "
             f"overhead {_ms(dev.forward_overhead_s)} per forward + {_ms(dev.layer_overhead_s)} per layer "
-            f"({escape(dev.source)}). Target {escape(pred.target.name)}: {pred.target.params / 1e6:.1f}M matmul "
+            f"({escape(dev.source)}).{row_curve_text(dev, pred.dtype)} Target {escape(pred.target.name)}: "
+            f"{pred.target.params / 1e6:.1f}M matmul "
             f"weights, {pred.target.layers} layers; draft {escape(pred.draft.name)} ({escape(pred.draft.family)})"
             + (f": {pred.draft.network.params / 1e6:.1f}M, {pred.draft.network.layers} layers."
                if pred.draft.network else ": no network, it costs the model nothing (c = 0).")
@@ -245,6 +249,16 @@ def summary_html(pred: cm.Prediction, alpha: float, measured: Optional[Measured]
              "<th>memory</th><th>compute</th><th>overhead</th><th>predicted</th><th>roofline bound</th></tr>"
              f"{rows}</table>")
     return f'<div class="theory-fit">{head}{table}{key_figures(pred, alpha, measured, comparisons)}</div>'
+
+
+def row_curve_text(dev, dtype: str) -> str:
+    """The measured row curve in words (weight bytes streamed per second by rows), or nothing without one."""
+    curve = dev.row_curves.get(dtype)
+    if not curve:
+        return ""
+    rates = ", ".join(f"M = {rows}: {1 / s / 1e9:.1f} GB/s" for rows, s in curve)
+    return (f" Linear layers measured over M rows ({rates} of weights): the weight products are timed by this "
+            "curve, not the roofline, so 'predicted' differs from max(memory, compute) + overhead.")
 
 
 def key_figures(pred: cm.Prediction, alpha: float, measured: Optional[Measured], comparisons) -> str:
@@ -294,10 +308,25 @@ def roofline_figure(pred: cm.Prediction) -> go.Figure:
                         name="hollow: what it attains with the overhead", legendgroup="overhead",
                         hovertext=[hover + "<br>(with the overhead)"], hoverinfo="text",
                         marker=dict(color=color, size=10, symbol=symbols[i % 3] + "-open"))
+    add_row_curve(fig, pred)
     fig.update_xaxes(type="log", range=[math.log10(lo), math.log10(hi)])
     fig.update_yaxes(type="log")
     return legend_below(style_figure(fig, f"Roofline: {dev.label}, {pred.dtype}", "arithmetic intensity (FLOP / byte)",
                                      "attainable FLOP/s", height=520))
+
+
+def add_row_curve(fig: go.Figure, pred: cm.Prediction) -> None:
+    """The measured linear layers (a device's row curve): an M-row product does 2·M FLOP per weight (2·M / bytes
+    per weight per byte) at the measured seconds per weight byte."""
+    curve = pred.device.row_curves.get(pred.dtype)
+    if not curve:
+        return
+    size = cm.DTYPE_BYTES[pred.dtype]
+    xs, ys = [2 * rows / size for rows, _ in curve], [2 * rows / size / s for rows, s in curve]
+    fig.add_scatter(x=xs, y=ys, mode="lines+markers", line=dict(color=PALETTE[2], dash="dash"),
+                    name="measured linear layers, M = " + ", ".join(str(rows) for rows, _ in curve) + " rows",
+                    hovertext=[f"M = {rows} rows: {y / 1e9:.1f} GFLOP/s" for (rows, _), y in zip(curve, ys)],
+                    hoverinfo="text", marker=dict(size=7))
 
 
 def legend_below(fig: go.Figure) -> go.Figure:
