@@ -21,6 +21,7 @@ from specdec.sweep import SweepPoint, SweepRunner, add_theory, parse_ks, plan_sw
 from specdec.theory import median
 
 from .callbacks import Lab, error_update, make_settings
+from .controls import run_controls
 from .models import pick_name
 from .plots import PALETTE, style_figure
 from .render import render_key_result, render_status
@@ -69,11 +70,7 @@ def build(c: dict) -> None:
         c["cost_alpha"] = gr.Slider(0, 1, value=DEFAULT_ALPHA, step=0.01, label="α (accepted / evaluated) for the prediction",
                                     scale=3, elem_id="cost-alpha")
         c["cost_ks"] = gr.Textbox("1-8", label="K values to measure", scale=2, elem_id="cost-ks")
-    with gr.Row():
-        c["cost_measure"] = gr.Button("Measure on this machine", variant="primary", elem_id="cost-btn", scale=2)
-        c["cost_stop"] = gr.Button("Stop", variant="stop", elem_id="cost-stop", scale=1)
-    c["cost_status"] = gr.HTML(min_height=0, elem_id="cost-status", label="Status", show_label=False)
-    c["cost_error"] = gr.HTML(min_height=0, elem_id="cost-error", label="Error", show_label=False)
+    run_controls(c, "cost", "Measure on this machine", run_key="measure")
     c["cost_summary"] = gr.HTML(render_status(NOT_MEASURED), elem_id="cost-summary", label="Prediction",
                                 show_label=False)
     with gr.Row():

@@ -14,6 +14,7 @@ from . import cost_tab
 from . import lossless_tab
 from . import report, sweep_view, tour
 from .callbacks import Lab
+from .controls import run_controls
 from .guard import guard_run
 from .launch import preload_update
 
@@ -178,11 +179,7 @@ def _generate_tab(c: dict) -> None:
 def _race_tab(c: dict) -> None:
     gr.Markdown("Both decoders share this device, so they take turns; each clock counts only its own compute, "
                 "so the tokens/s you see are what each gets alone. Uses the models and settings on the left.")
-    with gr.Row():
-        c["race_run"] = gr.Button("Start race", variant="primary", elem_id="race-btn", scale=2)
-        c["race_stop"] = gr.Button("Stop", variant="stop", elem_id="race-stop", scale=1)
-    c["race_status"] = gr.HTML(min_height=0, elem_id="race-status", label="Status", show_label=False)
-    c["race_error"] = gr.HTML(min_height=0, elem_id="race-error", label="Error", show_label=False)
+    run_controls(c, "race", "Start race")
     c["race_summary"] = gr.HTML(elem_id="race-summary", label="Race summary", show_label=False)
     with gr.Row(equal_height=True):
         c["race_base"] = gr.HTML(elem_id="race-base", label="Target-only lane", show_label=False)
@@ -201,11 +198,7 @@ def _sweep_tab(c: dict) -> None:
         c["sweep_temps"] = gr.Textbox("0, 0.7, 1.0", label="Temperatures", elem_id="sweep-temps", scale=2)
         c["sweep_tokens"] = gr.Slider(8, 256, value=64, step=8, label="New tokens per run", scale=2,
                                        elem_id="sweep-tokens")
-    with gr.Row():
-        c["sweep_run"] = gr.Button("Run sweep", variant="primary", elem_id="sweep-btn", scale=2)
-        c["sweep_stop"] = gr.Button("Stop", variant="stop", elem_id="sweep-stop", scale=1)
-    c["sweep_status"] = gr.HTML(min_height=0, elem_id="sweep-status", label="Status", show_label=False)
-    c["sweep_error"] = gr.HTML(min_height=0, elem_id="sweep-error", label="Error", show_label=False)
+    run_controls(c, "sweep", "Run sweep")
     c["sweep_best"] = gr.HTML(elem_id="sweep-best", label="Best K", show_label=False)
     with gr.Row():
         c["sweep_speedup"] = gr.Plot(elem_id="sweep-speedup", show_label=False, label="Speedup vs K")

@@ -14,6 +14,7 @@ from specdec import lossless
 from specdec.verifier_faults import CHOICES, REAL, choose_verifier
 
 from .callbacks import Lab, Throttle, error_update, make_settings
+from .controls import run_controls
 from .plots import COLORS, style_figure
 from .render import render_key_result, render_status
 from .session import Session
@@ -36,11 +37,7 @@ def build(c: dict) -> None:
                                         label="Tokens per draw", elem_id="lossless-tokens")
         c["lossless_verifier"] = gr.Dropdown(list(CHOICES), value=REAL, label="Break the verifier", scale=3,
                                              elem_id="lossless-verifier")
-    with gr.Row():
-        c["lossless_run"] = gr.Button("Check", variant="primary", elem_id="lossless-btn", scale=2)
-        c["lossless_stop"] = gr.Button("Stop", variant="stop", elem_id="lossless-stop", scale=1)
-    c["lossless_status"] = gr.HTML(min_height=0, elem_id="lossless-status", label="Status", show_label=False)
-    c["lossless_error"] = gr.HTML(min_height=0, elem_id="lossless-error", label="Error", show_label=False)
+    run_controls(c, "lossless", "Check")
     c["lossless_greedy"] = gr.HTML(elem_id="lossless-greedy", label="Greedy comparison", show_label=False)
     c["lossless_verdict"] = gr.HTML(elem_id="lossless-verdict", label="Sampling verdict", show_label=False)
     c["lossless_plot"] = gr.Plot(elem_id="lossless-plot", show_label=False, label="First tokens: histograms")
