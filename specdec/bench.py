@@ -81,7 +81,7 @@ class BenchReport:
     ours_traced_vs_hf_assisted: Optional[float] = None
     ours_speculative_vs_ours_baseline: Optional[float] = None
     hf_assisted_vs_hf_generate: Optional[float] = None
-    memory: dict = field(default_factory=dict)  # our engines' MemoryReports, from one untimed run each
+    memory: dict = field(default_factory=dict)  # our engines' MemoryReports, from each one's last timed run
 
 
 class ForwardTimer:
@@ -111,7 +111,7 @@ def run_ours(target, draft, ids, k, max_new_tokens, top_n=0):
     result = generate(target, draft, ids, DecodeSettings(max_new_tokens=max_new_tokens, k=k, temperature=0.0),
                       top_n=top_n)
     wall = time.perf_counter() - start
-    return result.token_ids, wall, result.metrics.target_forwards, result.metrics.forward_time_s
+    return result.token_ids, wall, result.metrics.target_forwards, result.metrics.forward_time_s, result.metrics.memory
 
 
 def run_transformers(target, ids, max_new_tokens, assistant=None, **options):
@@ -133,7 +133,7 @@ def run_transformers(target, ids, max_new_tokens, assistant=None, **options):
     finally:
         for timer in timers:
             timer.remove()
-    return output[0, len(ids):].tolist(), wall, timers[0].calls, sum(t.time_s for t in timers)
+    return output[0, len(ids):].tolist(), wall, timers[0].calls, sum(t.time_s for t in timers), None
 
 
 def fix_assistant_length(model, k: int) -> dict:
@@ -180,7 +180,8 @@ def plan_engines(target, draft, ids, k: int, max_new_tokens: int) -> tuple[dict[
 
 
 def run_rounds(runs: dict[str, Callable], repeats: int) -> dict[str, list[tuple]]:
-    """One untimed warm-up each, then `repeats` rounds of every engine, the order rotating per round."""
+    """One untimed warm-up each, then `repeats` rounds of every engine, the order rotating per round. A sample is
+    (token ids, wall s, target forwards, model time s, MemoryReport — None for transformers' engines)."""
     for run in runs.values():
         run()
     names, samples = list(runs), {name: [] for name in runs}
@@ -224,28 +225,20 @@ def run_benchmark(target, draft, ids, *, k: int, max_new_tokens: int, repeats: i
         ours_traced_vs_hf_assisted=ratio.get((OURS_TRACED, HF_ASSISTED)),
         ours_speculative_vs_ours_baseline=ratio.get((OURS_SPEC, OURS_BASE)),
         hf_assisted_vs_hf_generate=ratio.get((HF_ASSISTED, HF_GENERATE)),
-        memory=measure_memories(target, draft, ids, k, max_new_tokens),
+        memory={name: samples[name][-1][4] for name in (OURS_BASE, OURS_SPEC, OURS_PLD) if name in samples},
     )
-
-
-def measure_memories(target, draft, ids, k: int, max_new_tokens: int) -> dict:
-    """{engine: MemoryReport} of our target-only and speculative runs (one untimed run each, after the rounds)."""
-    settings = DecodeSettings(max_new_tokens=max_new_tokens, k=k, temperature=0.0)
-    spec = OURS_PLD if drafter_mode(draft) == "prompt-lookup" else OURS_SPEC
-    runs = {OURS_BASE: None, **({spec: draft} if draft is not None else {})}
-    return {name: generate(target, d, ids, settings).metrics.memory for name, d in runs.items()}
 
 
 def summarize_engine(name: str, runs: list[tuple]) -> EngineFigures:
     token_ids = runs[-1][0]
-    walls = [wall for _, wall, _, _ in runs]
+    walls = [run[1] for run in runs]
     return EngineFigures(
         engine=name,
-        tokens_per_s=statistics.median(len(ids) / wall for ids, wall, _, _ in runs),
+        tokens_per_s=statistics.median(len(run[0]) / run[1] for run in runs),
         wall_time_s=statistics.median(walls),
         new_tokens=len(token_ids),
         tokens_per_target_forward=len(token_ids) / max(1, runs[-1][2]),
-        engine_efficiency=statistics.median(fwd / wall for _, wall, _, fwd in runs),
+        engine_efficiency=statistics.median(run[3] / run[1] for run in runs),
         token_ids=token_ids,
     )
 
