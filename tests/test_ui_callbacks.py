@@ -183,6 +183,16 @@ def test_stop_ends_the_run_after_the_current_step_and_keeps_what_was_shown(lab):
     assert len(session.last_run.events) <= 2 and "tokens" in rest[-1]
 
 
+def test_a_stop_that_arrives_after_the_last_step_leaves_the_run_finished(lab, engine):
+    session = Session()
+    stream = lab.generate(session, **ARGS)
+    while not (engine.generations and engine.generations[0].events and engine.generations[0].events[-1].finished):
+        next(stream)
+    lab.stop(session)
+    final = list(stream)[-1]
+    assert not session.last_run.stopped and "partial run" not in final["status"]
+
+
 def test_stop_when_nothing_runs_changes_nothing(lab):
     session = Session()
     assert lab.stop(session) == {} and not session.stop_requested

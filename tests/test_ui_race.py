@@ -63,6 +63,17 @@ def test_a_stopped_race_gives_no_verdict():
     assert "Stopped" in final["status"]
 
 
+def test_a_stop_that_arrives_after_both_lanes_finished_keeps_the_race_whole():
+    lab, session = race_lab(), Session()
+    stream = race(lab, session, **ARGS)
+    next(u for u in stream if "Speculative (finished)" in u.get("race_spec", "")
+         and "Target only (finished)" in u.get("race_base", ""))
+    lab.stop(session)
+    rest = list(stream)
+    assert "no verdict for a partial race" not in rest[-1]["race_summary"]
+    assert "Race finished" in rest[0]["status"]
+
+
 def test_the_target_only_lane_has_no_step_marks_but_the_speculative_lane_does():
     final = [u for u in race(race_lab(), Session(), **ARGS) if "race_base" in u][-1]
     assert "step-mark" not in final["race_base"] and "step-mark" in final["race_spec"]

@@ -175,7 +175,9 @@ class Lab:
                     yield update
         finally:
             gen.close()
-        session.last_run = RunView(prep.text, events, gen.result(), stopped=session.stop_requested)
+        # a Stop that lands after the last step has nothing left to stop: the run is complete
+        finished = bool(events) and events[-1].finished
+        session.last_run = RunView(prep.text, events, gen.result(), stopped=session.stop_requested and not finished)
         return session.last_run
 
     def view_cards(self, view: RunView, note: str = "") -> str:

@@ -123,7 +123,7 @@ def race(lab: Lab, session: Session, prompt, clean_whitespace, target, draft, ta
             prep = yield from lab.prepare_pair(prompt, clean_whitespace, target, draft, target_custom, draft_custom,
                                                chat)
             base, spec = lanes = yield from run_lanes(lab, session, prep, settings)
-            if session.stop_requested:
+            if not (base.done and spec.done):  # stopped; a Stop after both finished stops the measurement
                 yield {**_lanes_update(lanes, prep.text), "race_summary": stopped_summary(base, spec), "error": "",
                        "status": render_status("Stopped.")}
                 return
