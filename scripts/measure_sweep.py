@@ -49,7 +49,7 @@ def main() -> None:
                                                       hard_budget_s=args.budget)
     lab = Lab(sweep_policy=policy)
     start = time.perf_counter()
-    lab.load(args.target), lab.load(args.draft)
+    lab.engine.load_drafter(args.draft, lab.load(args.target))  # a model, or prompt lookup, a zoo head…
     load_s = time.perf_counter() - start
 
     start = time.perf_counter()

@@ -3,9 +3,11 @@ fixed per-forward overhead; datasheet presets, and this machine measured at runt
 
 Row curve (measured devices only): the time per weight byte of a linear layer over M input rows, measured at
 a few M (ROW_COUNTS, PREFILL_ROWS) on weights too big for the caches, so that every product streams its
-weights from memory as decoding does. A CPU BLAS runs a product of a few rows far below both the bandwidth
-roof and the square matmul's peak (on the 2-core development machine, 5 rows took ~2.7x the time of 1), so
-on this machine the cost model times the weight products by this curve instead of the roofline. The GPU
+weights from memory as decoding does, through the same kernels as the static runner (its float16 weight
+copies on a float32 CPU: fp16_weights.py). A CPU BLAS can run a product of a few rows far below both the
+bandwidth roof and the square matmul's peak (on the 2-core development machine, MKL's float32 GEMM took
+~2.7x as long for 5 rows as for 1; the float16-weight GEMM ~1.25x), so on this machine the cost model
+times the weight products by this curve instead of the roofline. The GPU
 presets have none: they keep the roofline assumption that a product of a few rows is bandwidth-bound (its
 weights are read once whatever M is, and M rows are far below a GPU's ridge point); that is an assumption,
 not a measurement.
@@ -28,6 +30,8 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 import torch
+
+from .fp16_weights import linear, weights_for
 
 THIS_MACHINE = "this-machine"
 
@@ -165,7 +169,7 @@ HEAD_SLICE = (8192, 576)  # a wide product, like the output head's
 def weight_matrices(device: torch.device, dtype: torch.dtype) -> list[torch.Tensor]:
     """Distinct weight matrices of SmolLM2-like shapes, views of one buffer (its values do not change the time)."""
     shapes = [*LAYER_SHAPES * STREAM_LAYERS, HEAD_SLICE]
-    flat = torch.full((sum(a * b for a, b in shapes),), 0.01, device=device, dtype=dtype)
+    flat = torch.full((sum(a * b for a, b in shapes),), 2.0**-7, device=device, dtype=dtype)  # exact in float16
     offsets = [0]
     for a, b in shapes:
         offsets.append(offsets[-1] + a * b)
@@ -173,9 +177,11 @@ def weight_matrices(device: torch.device, dtype: torch.dtype) -> list[torch.Tens
 
 
 def products_s(weights: list[torch.Tensor], rows: int, device: torch.device) -> float:
-    """Seconds of one F.linear over `rows` rows ([1, rows, inputs], as the runners call it) per matrix, in turn."""
+    """Seconds of one product over `rows` rows ([1, rows, inputs], as the static runner calls it, through
+    float16 weight copies where it would make them: fp16_weights.py) per matrix, in turn."""
     inputs = {w.shape[1]: torch.full((1, rows, w.shape[1]), 0.01, device=device, dtype=w.dtype) for w in weights}
-    return _timed(lambda: [torch.nn.functional.linear(inputs[w.shape[1]], w) for w in weights], device, repeats=2)
+    calls = [(inputs[w.shape[1]], weights_for(w)) for w in weights]
+    return _timed(lambda: [linear(x, w) for x, w in calls], device, repeats=2)
 
 
 def measure_row_curve(device: torch.device, dtype: torch.dtype) -> tuple[tuple[int, float], ...]:

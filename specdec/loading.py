@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-from . import fetch, presets
+from . import fetch, fp16_weights, presets
 from .backend import HFEagerRunner
 from .compat import check_compatible, describe_vocab_mismatch, shared_vocab_size  # noqa: F401 (re-exported)
 from .errors import InvalidSettingsError, LocalPathsDisabledError, ModelLoadError, OfflineError
@@ -67,25 +67,30 @@ class LoadedModel:
         return ()
 
     @functools.cached_property
-    def param_bytes(self) -> int:
+    def _tensor_bytes(self) -> int:
         return sum(p.numel() * p.element_size() for p in self.model.parameters())
 
-    @functools.cached_property
+    @property
+    def param_bytes(self) -> int:
+        """The weights: parameters, plus the float16 copies the static runner made of them (fp16_weights.py)."""
+        return self._tensor_bytes + fp16_weights.copy_bytes(self.model)
+
+    @property
     def memory_bytes(self) -> int:
-        """What the model holds in memory: parameters and buffers (the cache's measure)."""
+        """What the model holds in memory: weights and buffers (the cache's measure)."""
         return self.param_bytes + sum(b.numel() * b.element_size() for b in self.model.buffers())
 
     @property
     def runner_kind(self) -> str:
         if self.backend == "hf-eager" or not supports_static(self.model):
             return "hf-eager"
-        return "static"
+        return "static, float16 weight copies" if fp16_weights.has_copies(self.model) else "static"
 
     def new_runner(self, vocab_limit: int, max_length: int, keep_hidden: bool = False):
         """A fresh KV cache for one sequence of at most max_length positions (keep_hidden: see backend.py);
         refused with a message, before anything is allocated, when it would not fit in free memory."""
         check_run_fits(self.name, self.model.config, self.dtype, self.device, max_length)
-        if self.runner_kind == "static":
+        if self.runner_kind != "hf-eager":
             return StaticLlamaRunner(self.model, vocab_limit, max_length, keep_hidden)
         return HFEagerRunner(self.model, vocab_limit, keep_hidden)
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from specdec import DecodeSettings, generate, load_drafter, load_model
+from specdec import DecodeSettings, fp16_weights, generate, load_drafter, load_model
 from specdec.cli import main
 from specdec.events import PEAK_CPU, PEAK_CUDA, MemoryReport
 from specdec.loading import LoadedModel
@@ -30,6 +30,14 @@ def llama_parameters(c: dict) -> int:
     layer = attention + 3 * d * c["intermediate_size"] + 2 * d
     head = 0 if c["tie_word_embeddings"] else c["vocab_size"] * d
     return c["vocab_size"] * d + c["num_hidden_layers"] * layer + d + head
+
+
+def weight_bytes(c: dict) -> int:
+    """float32 parameters, plus the static runner's float16 copy of every matrix (fp16_weights.py: the lab
+    models' weights are all float16 values), norms excepted."""
+    norms = (2 * c["num_hidden_layers"] + 1) * c["hidden_size"]
+    copies = llama_parameters(c) - norms if fp16_weights.enabled() else 0
+    return llama_parameters(c) * FLOAT32 + copies * 2
 
 
 def kv_per_position(c: dict) -> int:
@@ -56,8 +64,8 @@ def run_length(settings: DecodeSettings = SETTINGS) -> int:
 def test_a_draft_models_weights_and_both_kv_caches_match_a_hand_computation_from_the_configs(lab_target):
     target_c, draft_c = config_of("lab-target"), config_of("lab-draft-small")
     memory = generate(lab_target, load_drafter("lab-draft-small", lab_target), PROMPT, SETTINGS).metrics.memory
-    assert memory.target_param_bytes == llama_parameters(target_c) * FLOAT32
-    assert memory.draft_param_bytes == llama_parameters(draft_c) * FLOAT32
+    assert memory.target_param_bytes == weight_bytes(target_c)
+    assert memory.draft_param_bytes == weight_bytes(draft_c)
     assert memory.target_kv_bytes == kv_per_position(target_c) * run_length()
     assert memory.draft_kv_bytes == kv_per_position(draft_c) * run_length()
     assert memory.verify_kv_bytes == SETTINGS.k * kv_per_position(target_c)

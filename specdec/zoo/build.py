@@ -54,10 +54,17 @@ class SharedLlama:
     """What ModelDrafter needs (name, param_bytes, new_runner) for a LlamaForCausalLM that shares the
     target's tensors; param_bytes counts only the layers this drafter adds."""
 
-    def __init__(self, name: str, model, own_bytes: int, tokenizer=None):
-        self.name, self.model, self.param_bytes, self.tokenizer = name, model, own_bytes, tokenizer
+    def __init__(self, name: str, model, own_layers: list[nn.Module], tokenizer=None):
+        self.name, self.model, self.own_layers, self.tokenizer = name, model, own_layers, tokenizer
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
+
+    @property
+    def param_bytes(self) -> int:
+        """The layers this drafter adds, with the float16 copies the static runner made of them."""
+        from ..fp16_weights import copy_bytes
+
+        return sum(param_bytes(layer) + copy_bytes(layer) for layer in self.own_layers)
 
     def new_runner(self, vocab_limit: int, max_length: int, keep_hidden: bool = False):
         from ..backend import HFEagerRunner
@@ -105,7 +112,7 @@ def build_draft_model(target, name: str, folder: Path | None = None):
     meta, tensors = read_meta(folder), load_tensors(folder)
     layers = own_layers(target.model, tensors, meta["layers"], 0)
     model = shared_llama(target.model, layers)
-    loaded = SharedLlama(name, model, sum(param_bytes(l) for l in layers), target.tokenizer)
+    loaded = SharedLlama(name, model, layers, target.tokenizer)
     if "draft_vocab" in tensors:
         return VocabModelDrafter(loaded, target.real_vocab_size, tensors["draft_vocab"])
     return ModelDrafter(loaded, target.real_vocab_size)
@@ -119,7 +126,7 @@ def build_early_exit(target, name: str, folder: Path | None = None):
     exit_layer = meta["exit_layer"]
     adapters = own_layers(target.model, tensors, meta["adapter_layers"], exit_layer)
     model = shared_llama(target.model, list(target.model.model.layers[:exit_layer]) + adapters)
-    loaded = SharedLlama(name, model, sum(param_bytes(l) for l in adapters), target.tokenizer)
+    loaded = SharedLlama(name, model, adapters, target.tokenizer)
     if "draft_vocab" in tensors:
         drafter = VocabModelDrafter(loaded, target.real_vocab_size, tensors["draft_vocab"])
     else:

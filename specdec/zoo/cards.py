@@ -49,7 +49,7 @@ def measure_all(out: Path, prompts_per_kind: int = 2, log=print) -> dict:
     started = time.time()
     measured = evaluate(target, drafters, prompts, log=log)
     return {"figures": measured["figures"], "best_k_greedy_chat": measured["best_k"], "seconds": time.time() - started,
-            "target_dtype": str(target.dtype).replace("torch.", ""), "prompts": heldout_prompts(prompts_per_kind),
+            "target_dtype": str(target.dtype).replace("torch.", ""), "runner": target.runner_kind, "prompts": heldout_prompts(prompts_per_kind),
             "machine": f"{platform.machine()} CPU, {torch.get_num_threads()} threads, torch {torch.__version__}",
             "load_average": _loadavg(), "param_bytes": {n: d.param_bytes() for n, d in drafters.items()}}
 
@@ -59,6 +59,17 @@ def _loadavg() -> str:
         return Path("/proc/loadavg").read_text().split(" ")[0]
     except OSError:
         return "?"
+
+
+def _conditions(load_average: str) -> str:
+    """How busy the machine was: the run itself keeps about one core busy (load average ~1)."""
+    try:
+        quiet = float(load_average) <= 1.5
+    except ValueError:
+        quiet = False
+    if quiet:
+        return f"Measured with nothing else running (load average {load_average} at the end, the measurement's own)."
+    return f"Measured while other work shared the CPU (load average {load_average} at the end): speedups are noisy."
 
 
 def _generation(data: dict) -> str:
@@ -75,12 +86,11 @@ def card_text(name: str, meta: dict, m: dict) -> str:
              f"Family: **{meta['family']}**. Target: `smollm2-135m-instruct` (its tokenizer, embedding, norm and head "
              "are the target's own; only the weights in this folder are new).", "",
              "## Measured (held-out prompts, this 2-core CPU)", "",
-             f"Target in {m['target_dtype']}, {m['machine']}; {len(m['prompts']['chat'])} held-out prompts per kind "
+             f"Target in {m['target_dtype']} (runner: {m.get('runner', 'static')}), {m['machine']}; {len(m['prompts']['chat'])} held-out prompts per kind "
              f"(topics, tasks and passages never used in training), {NEW_TOKENS} new tokens, chat template. Speedup = tokens/s "
              "with this drafter over tokens/s of the target alone on the same prompt and settings (median over "
              "prompts; the target-only rate is the mean of greedy runs before and after the drafters' runs on that prompt). Tokens per target forward include the bonus/correction token (plain decoding = 1.00). c = "
-             "draft time per drafted token / target time per verification forward. Measured while other work shared "
-             f"the CPU (load average {m['load_average']} at the end): speedups are noisy.", "",
+             f"draft time per drafted token / target time per verification forward. {_conditions(m['load_average'])}", "",
              "| setting | prompt kind | acceptance | tokens / target forward | c | speedup |",
              "|---|---|---|---|---|---|"]
     for sname in SETTINGS:
@@ -135,6 +145,6 @@ def render_cards(out: Path, m: dict, log=print) -> None:
                 "rows": {s: {k: f["rows"] for k, f in v.items()} for s, v in m["figures"][name].items()},
                 "best_k_greedy_chat": m["best_k_greedy_chat"][name],
                 "param_bytes": m["param_bytes"].get(name),
-                **{k: m[k] for k in ("target_dtype", "machine", "load_average", "prompts", "seconds")}}
+                **{k: m.get(k) for k in ("target_dtype", "runner", "machine", "load_average", "prompts", "seconds")}}
         (out / name / "card.json").write_text(json.dumps(card, indent=1) + "\n")
         log(f"wrote card for {name}")
