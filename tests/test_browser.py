@@ -6,9 +6,12 @@ name, sweeps (a tiny one, then a stopped one), races (a whole one, then a stoppe
 """
 import contextlib
 import re
+import shutil
 
 import pytest
+import torch
 from playwright.sync_api import expect, sync_playwright
+from transformers import LlamaConfig, LlamaForCausalLM
 
 from specdec.ui.launch import ROOT, app_process
 
@@ -220,10 +223,29 @@ def test_a_stopped_race_gives_no_verdict(page):
     expect(page.locator("#race-summary")).not_to_contain_text("faster")
 
 
-def test_stop_ends_a_long_run_and_keeps_its_tokens(page):
+@pytest.fixture(scope="module")
+def slow_model(tmp_path_factory):
+    """A random 16-layer Llama (hidden 512, ~55M parameters, float32) on the lab tokenizer: with itself as the
+    draft, 512 tokens take tens of seconds here (the lab pair takes ~2 s), so a Stop lands mid-run."""
+    lab = ROOT / "assets" / "models" / "lab-target"
+    config = LlamaConfig.from_pretrained(lab)
+    config.hidden_size, config.intermediate_size, config.num_hidden_layers = 512, 1536, 16
+    config.num_attention_heads = config.num_key_value_heads = 8
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).eval()
+    with torch.no_grad():
+        model.model.embed_tokens.weight[0] = 0  # end of text (id 0) never wins a greedy step: no early end
+    folder = tmp_path_factory.mktemp("slow") / "slow-llama"
+    model.save_pretrained(folder)
+    for name in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
+        shutil.copy(lab / name, folder / name)
+    return str(folder)
+
+
+def test_stop_ends_a_long_run_and_keeps_its_tokens(page, slow_model):
     page.get_by_role("tab", name="Generate").click()
     page.get_by_text("code · fibonacci · greedy", exact=True).click()
-    use_models(page, "lab-target", "lab-target")  # the target drafting for itself: the slowest lab run (~4 s)
+    use_models(page, slow_model, slow_model)
     set_number(page, "K (draft tokens per step)", 1)
     set_number(page, "Max new tokens", 512)
     page.locator("#run-btn").click()
