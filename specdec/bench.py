@@ -16,14 +16,14 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import torch
 import transformers
 
 from .decoding import generate
 from .errors import InvalidSettingsError
-from .events import DecodeSettings
+from .events import DecodeSettings, MemoryReport
 from .measurement import Pair, Timing, estimate
 from .metrics import memory_summary
 
@@ -84,6 +84,16 @@ class BenchReport:
     memory: dict = field(default_factory=dict)  # our engines' MemoryReports, from each one's last timed run
 
 
+class Sample(NamedTuple):
+    """One timed run of one engine."""
+
+    token_ids: list[int]
+    wall_s: float
+    target_forwards: int
+    model_s: float  # time inside model forwards
+    memory: Optional[MemoryReport]  # ours only (None for transformers' engines)
+
+
 class ForwardTimer:
     """Counts and times a module's forward calls with hooks (synchronising on CUDA)."""
 
@@ -111,7 +121,8 @@ def run_ours(target, draft, ids, k, max_new_tokens, top_n=0):
     result = generate(target, draft, ids, DecodeSettings(max_new_tokens=max_new_tokens, k=k, temperature=0.0),
                       top_n=top_n)
     wall = time.perf_counter() - start
-    return result.token_ids, wall, result.metrics.target_forwards, result.metrics.forward_time_s, result.metrics.memory
+    m = result.metrics
+    return Sample(result.token_ids, wall, m.target_forwards, m.forward_time_s, m.memory)
 
 
 def run_transformers(target, ids, max_new_tokens, assistant=None, **options):
@@ -133,7 +144,7 @@ def run_transformers(target, ids, max_new_tokens, assistant=None, **options):
     finally:
         for timer in timers:
             timer.remove()
-    return output[0, len(ids):].tolist(), wall, timers[0].calls, sum(t.time_s for t in timers), None
+    return Sample(output[0, len(ids):].tolist(), wall, timers[0].calls, sum(t.time_s for t in timers), None)
 
 
 def fix_assistant_length(model, k: int) -> dict:
@@ -179,9 +190,8 @@ def plan_engines(target, draft, ids, k: int, max_new_tokens: int) -> tuple[dict[
                   (HF_ASSISTED, HF_GENERATE), (OURS_BASE, HF_GENERATE)]
 
 
-def run_rounds(runs: dict[str, Callable], repeats: int) -> dict[str, list[tuple]]:
-    """One untimed warm-up each, then `repeats` rounds of every engine, the order rotating per round. A sample is
-    (token ids, wall s, target forwards, model time s, MemoryReport — None for transformers' engines)."""
+def run_rounds(runs: dict[str, Callable[[], Sample]], repeats: int) -> dict[str, list[Sample]]:
+    """One untimed warm-up each, then `repeats` rounds of every engine, the order rotating per round."""
     for run in runs.values():
         run()
     names, samples = list(runs), {name: [] for name in runs}
@@ -192,9 +202,9 @@ def run_rounds(runs: dict[str, Callable], repeats: int) -> dict[str, list[tuple]
     return samples
 
 
-def compare(samples: dict[str, list[tuple]], engine: str, reference: str) -> Comparison:
+def compare(samples: dict[str, list[Sample]], engine: str, reference: str) -> Comparison:
     """Per-round ratio of tokens/s (engine over reference), summarised as in the app."""
-    pairs = [Pair(Timing(len(a[0]), a[1]), Timing(len(b[0]), b[1]), True)
+    pairs = [Pair(Timing(len(a.token_ids), a.wall_s), Timing(len(b.token_ids), b.wall_s), True)
              for a, b in zip(samples[engine], samples[reference])]
     est = estimate(pairs, state="done")
     return Comparison(engine, reference, est.ratio, est.low, est.high, est.repeats, est.verdict, est.describe())
@@ -219,26 +229,25 @@ def run_benchmark(target, draft, ids, *, k: int, max_new_tokens: int, repeats: i
         versions={"torch": torch.__version__, "transformers": transformers.__version__},
         engines=[summarize_engine(name, samples[name]) for name in runs],
         comparisons=found,
-        greedy_identical=len({tuple(s[-1][0]) for s in samples.values()}) == 1
-        and all(len({tuple(run[0]) for run in s}) == 1 for s in samples.values()),
+        greedy_identical=len({tuple(s[-1].token_ids) for s in samples.values()}) == 1
+        and all(len({tuple(run.token_ids) for run in s}) == 1 for s in samples.values()),
         ours_vs_hf_assisted=ratio.get((OURS_SPEC, HF_ASSISTED)),
         ours_traced_vs_hf_assisted=ratio.get((OURS_TRACED, HF_ASSISTED)),
         ours_speculative_vs_ours_baseline=ratio.get((OURS_SPEC, OURS_BASE)),
         hf_assisted_vs_hf_generate=ratio.get((HF_ASSISTED, HF_GENERATE)),
-        memory={name: samples[name][-1][4] for name in (OURS_BASE, OURS_SPEC, OURS_PLD) if name in samples},
+        memory={name: samples[name][-1].memory for name in (OURS_BASE, OURS_SPEC, OURS_PLD) if name in samples},
     )
 
 
-def summarize_engine(name: str, runs: list[tuple]) -> EngineFigures:
-    token_ids = runs[-1][0]
-    walls = [run[1] for run in runs]
+def summarize_engine(name: str, runs: list[Sample]) -> EngineFigures:
+    token_ids = runs[-1].token_ids
     return EngineFigures(
         engine=name,
-        tokens_per_s=statistics.median(len(run[0]) / run[1] for run in runs),
-        wall_time_s=statistics.median(walls),
+        tokens_per_s=statistics.median(len(run.token_ids) / run.wall_s for run in runs),
+        wall_time_s=statistics.median(run.wall_s for run in runs),
         new_tokens=len(token_ids),
-        tokens_per_target_forward=len(token_ids) / max(1, runs[-1][2]),
-        engine_efficiency=statistics.median(run[3] / run[1] for run in runs),
+        tokens_per_target_forward=len(token_ids) / max(1, runs[-1].target_forwards),
+        engine_efficiency=statistics.median(run.model_s / run.wall_s for run in runs),
         token_ids=token_ids,
     )
 

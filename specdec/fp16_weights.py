@@ -86,6 +86,11 @@ def linear(hidden: torch.Tensor, weights) -> torch.Tensor:
     return F.linear(hidden, *weights)
 
 
+def weight_bytes(module: torch.nn.Module) -> int:
+    """A module's weights in memory: its parameters plus the float16 copies made of them."""
+    return sum(p.numel() * p.element_size() for p in module.parameters()) + copy_bytes(module)
+
+
 def copy_bytes(module: torch.nn.Module) -> int:
     """Bytes of the float16 copies made so far for this module's weights."""
     with _LOCK:

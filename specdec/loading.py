@@ -66,14 +66,10 @@ class LoadedModel:
                 return tuple(eos) if isinstance(eos, (list, tuple)) else (int(eos),)
         return ()
 
-    @functools.cached_property
-    def _tensor_bytes(self) -> int:
-        return sum(p.numel() * p.element_size() for p in self.model.parameters())
-
     @property
     def param_bytes(self) -> int:
         """The weights: parameters, plus the float16 copies the static runner made of them (fp16_weights.py)."""
-        return self._tensor_bytes + fp16_weights.copy_bytes(self.model)
+        return fp16_weights.weight_bytes(self.model)
 
     @property
     def memory_bytes(self) -> int:
@@ -81,8 +77,12 @@ class LoadedModel:
         return self.param_bytes + sum(b.numel() * b.element_size() for b in self.model.buffers())
 
     @property
+    def uses_static_runner(self) -> bool:
+        return self.backend != "hf-eager" and supports_static(self.model)
+
+    @property
     def runner_kind(self) -> str:
-        if self.backend == "hf-eager" or not supports_static(self.model):
+        if not self.uses_static_runner:
             return "hf-eager"
         return "static, float16 weight copies" if fp16_weights.has_copies(self.model) else "static"
 
@@ -90,7 +90,7 @@ class LoadedModel:
         """A fresh KV cache for one sequence of at most max_length positions (keep_hidden: see backend.py);
         refused with a message, before anything is allocated, when it would not fit in free memory."""
         check_run_fits(self.name, self.model.config, self.dtype, self.device, max_length)
-        if self.runner_kind != "hf-eager":
+        if self.uses_static_runner:
             return StaticLlamaRunner(self.model, vocab_limit, max_length, keep_hidden)
         return HFEagerRunner(self.model, vocab_limit, keep_hidden)
 

@@ -112,12 +112,14 @@ class LayerWeights(NamedTuple):
 
 
 def layer_weights(layer) -> LayerWeights:
-    attn, mlp, weights = layer.self_attn, layer.mlp, linear_weights
+    attn, mlp = layer.self_attn, layer.mlp
     return LayerWeights(
         input_norm=(layer.input_layernorm.weight, layer.input_layernorm.variance_epsilon),
-        q=weights(attn.q_proj), k=weights(attn.k_proj), v=weights(attn.v_proj), o=weights(attn.o_proj),
+        q=linear_weights(attn.q_proj), k=linear_weights(attn.k_proj), v=linear_weights(attn.v_proj),
+        o=linear_weights(attn.o_proj),
         post_norm=(layer.post_attention_layernorm.weight, layer.post_attention_layernorm.variance_epsilon),
-        gate=weights(mlp.gate_proj), up=weights(mlp.up_proj), down=weights(mlp.down_proj), act=mlp.act_fn,
+        gate=linear_weights(mlp.gate_proj), up=linear_weights(mlp.up_proj), down=linear_weights(mlp.down_proj),
+        act=mlp.act_fn,
     )
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from specdec.bench import compare, drafter_mode
+from specdec.bench import Sample, compare, drafter_mode
 from specdec.cli import main
 from tiny_models import build_model, perturbed_copy, save, tiny_config
 
@@ -55,8 +55,8 @@ def test_six_repeats_give_each_comparison_a_95_percent_interval(pair, capsys):
 
 
 def test_a_comparison_is_the_median_of_per_repeat_ratios():
-    samples = {"a": [([1] * 10, 1.0, 10, 1.0)] * 3 + [([1] * 10, 0.5, 10, 0.5)] * 3,
-               "b": [([1] * 10, 2.0, 10, 2.0)] * 6}
+    samples = {"a": [Sample([1] * 10, 1.0, 10, 1.0, None)] * 3 + [Sample([1] * 10, 0.5, 10, 0.5, None)] * 3,
+               "b": [Sample([1] * 10, 2.0, 10, 2.0, None)] * 6}
     result = compare(samples, "a", "b")
     assert result.ratio == pytest.approx(3.0) and result.repeats == 6 and result.verdict == "faster"
 

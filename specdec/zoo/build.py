@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .heads import EagleHead, MedusaHeads, param_bytes
+from .heads import EagleHead, MedusaHeads
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "drafters"
 TARGET = "smollm2-135m-instruct"
@@ -62,9 +62,9 @@ class SharedLlama:
     @property
     def param_bytes(self) -> int:
         """The layers this drafter adds, with the float16 copies the static runner made of them."""
-        from ..fp16_weights import copy_bytes
+        from ..fp16_weights import weight_bytes
 
-        return sum(param_bytes(layer) + copy_bytes(layer) for layer in self.own_layers)
+        return sum(weight_bytes(layer) for layer in self.own_layers)
 
     def new_runner(self, vocab_limit: int, max_length: int, keep_hidden: bool = False):
         from ..backend import HFEagerRunner

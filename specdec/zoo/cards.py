@@ -49,7 +49,8 @@ def measure_all(out: Path, prompts_per_kind: int = 2, log=print) -> dict:
     started = time.time()
     measured = evaluate(target, drafters, prompts, log=log)
     return {"figures": measured["figures"], "best_k_greedy_chat": measured["best_k"], "seconds": time.time() - started,
-            "target_dtype": str(target.dtype).replace("torch.", ""), "runner": target.runner_kind, "prompts": heldout_prompts(prompts_per_kind),
+            "target_dtype": str(target.dtype).replace("torch.", ""), "runner": target.runner_kind,
+            "prompts": heldout_prompts(prompts_per_kind),
             "machine": f"{platform.machine()} CPU, {torch.get_num_threads()} threads, torch {torch.__version__}",
             "load_average": _loadavg(), "param_bytes": {n: d.param_bytes() for n, d in drafters.items()}}
 
