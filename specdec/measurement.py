@@ -201,12 +201,12 @@ class Policy:
     there are `min_repeats`; or, for slow models, until `hard_budget_s` have passed and there are
     `floor_repeats`."""
 
-    min_repeats: int = 6
+    min_repeats: int = 10  # the interval is then [2nd smallest, 2nd largest], not the whole range
     floor_repeats: int = 3
     max_repeats: int = 40
     tolerance: float = 0.03
-    budget_s: float = 20.0
-    hard_budget_s: float = 60.0
+    budget_s: float = 60.0
+    hard_budget_s: float = 120.0
 
     def end_state(self, est: Estimate, elapsed_s: float) -> Optional[str]:
         n = est.repeats

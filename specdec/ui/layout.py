@@ -353,7 +353,7 @@ measured peak is the process's resident memory, a coarse figure.
 The streamed run is for watching. The speedup is timed separately: speculative and target-only decoding run in
 **pairs over the same number of new tokens** (the speculative run stops at max new tokens or end of text; the
 target-only run then produces exactly as many tokens, going on past an end-of-text token of its own), the order
-alternating within pairs, repeated until the interval is tight or a time budget ends (at least 3 repeats). Shown:
+alternating within pairs, repeated until the interval is tight or a time budget ends (10 repeats or more; at least 3 for a very slow model). Shown:
 the **median** of the per-pair ratios and a **95% interval** for it (distribution-free, from order statistics:
 it needs 6 repeats); when the interval contains 1.0 the app says **no measurable difference**. Each
 configuration (models, prompt, every setting, device, dtype) is measured once per browser session and reused, so
