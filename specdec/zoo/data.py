@@ -1,11 +1,10 @@
 """Training data for the draft zoo: the target's own answers (self-distillation) and its features.
 
-1. ``generate_answers``: the target answers the instructions of prompts.py in batches (bfloat16, half the
-   batches greedy, half sampled at T = 0.7, up to ``max_new_tokens``), written to a JSONL file as they
-   finish, so an interrupted run resumes where it stopped.
-2. ``teacher_pass``: one teacher-forced bfloat16 pass over every sequence, keeping what each drafter trains
-   on: the final-norm hidden state (EAGLE / Medusa input), the hidden state after layer L (early-exit
-   input) and the target's top-k next-token logits (distillation labels).
+``generate_with_features``: the target answers the instructions of prompts.py in batches (float32, even
+batches greedy, odd ones sampled at T = 0.7, up to ``max_new_tokens``) and, as it generates, keeps what
+each drafter trains on: the final-norm hidden state (EAGLE / Medusa input), the hidden state after layer
+L (early-exit input) and the target's top-k next-token logits (distillation labels). One shard per batch,
+so an interrupted run resumes where it stopped; ``load_shards`` reads them back.
 """
 from __future__ import annotations
 
@@ -25,68 +24,6 @@ def chat_ids(tokenizer, instruction: str) -> list[int]:
     return list(ids)
 
 
-def generate_answers(model, tokenizer, prompts: list[tuple[str, str]], out_path: Path, *, batch_size: int = 32,
-                     max_new_tokens: int = 192, seed: int = 0, max_prompt_tokens: int = 320,
-                     time_budget_s: float | None = None, log=print) -> dict:
-    """Append {kind, prompt, answer, mode} records to out_path for prompts not yet there."""
-    out_path = Path(out_path)
-    done = set()
-    if out_path.exists():
-        for line in out_path.read_text().splitlines():
-            if line.strip():
-                done.add(json.loads(line)["index"])
-    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
-    items = []
-    for index, (kind, text) in enumerate(prompts):
-        if index in done:
-            continue
-        ids = chat_ids(tokenizer, text)
-        if len(ids) <= max_prompt_tokens:
-            items.append((index, kind, ids))
-    # batches of similar prompt length (less padding); batch order shuffled with the seed
-    items.sort(key=lambda it: len(it[2]))
-    batches = [items[i:i + batch_size] for i in range(0, len(items), batch_size)]
-    g = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(batches), generator=g).tolist()
-    start, tokens = time.time(), 0
-    model.eval()
-    with out_path.open("a") as f:
-        for bi, b in enumerate(order):
-            batch = batches[b]
-            sampled = b % 2 == 1
-            width = max(len(it[2]) for it in batch)
-            input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(batch), width), dtype=torch.long)
-            for r, (_, _, ids) in enumerate(batch):
-                input_ids[r, width - len(ids):] = torch.tensor(ids)
-                mask[r, width - len(ids):] = 1
-            torch.manual_seed(seed * 100003 + b)
-            with torch.no_grad():
-                out = model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                     do_sample=sampled, temperature=0.7 if sampled else None, top_p=None,
-                                     top_k=None, eos_token_id=eos, pad_token_id=pad)
-            for r, (index, kind, ids) in enumerate(batch):
-                answer = out[r, width:].tolist()
-                if eos in answer:
-                    answer = answer[:answer.index(eos) + 1]
-                tokens += len(answer)
-                f.write(json.dumps({"index": index, "kind": kind, "mode": "T0.7" if sampled else "greedy",
-                                    "prompt": ids, "answer": answer}) + "\n")
-            f.flush()
-            elapsed = time.time() - start
-            log(f"batch {bi + 1}/{len(batches)}: {tokens} answer tokens in {elapsed:.0f} s "
-                f"({tokens / max(elapsed, 1e-9):.0f} tok/s)")
-            if time_budget_s is not None and elapsed > time_budget_s:
-                log("time budget reached; stopping generation")
-                break
-    return {"answer_tokens_this_run": tokens, "seconds": time.time() - start}
-
-
-def read_records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
 def system_prefix_length(tokenizer) -> int:
     """Tokens every chat prompt shares (the template's default system turn): not trained on."""
     a, b = chat_ids(tokenizer, "a"), chat_ids(tokenizer, "b")
@@ -94,55 +31,6 @@ def system_prefix_length(tokenizer) -> int:
     while n < min(len(a), len(b)) and a[n] == b[n]:
         n += 1
     return n
-
-
-@torch.no_grad()
-def teacher_pass(model, sequences: list[list[int]], *, exit_layer: int, top_k: int = 20, batch_tokens: int = 4096,
-                 log=print) -> dict:
-    """Teacher-forced bfloat16 pass: per position the final-norm feature, the hidden state after
-    ``exit_layer`` layers and the top-k next-token logits. Returns flat tensors plus offsets."""
-    lengths = [len(s) for s in sequences]
-    total = sum(lengths)
-    d = model.config.hidden_size
-    feats = torch.empty(total, d, dtype=torch.bfloat16)
-    early = torch.empty(total, d, dtype=torch.bfloat16)
-    top_logits = torch.empty(total, top_k, dtype=torch.float16)
-    top_ids = torch.empty(total, top_k, dtype=torch.int32)
-    offsets = [0]
-    for n in lengths:
-        offsets.append(offsets[-1] + n)
-    order = sorted(range(len(sequences)), key=lambda i: lengths[i])
-    start, done, i = time.time(), 0, 0
-    head = model.get_output_embeddings()
-    while i < len(order):
-        width = lengths[order[i]]
-        j = i
-        while j < len(order) and (j - i + 1) * lengths[order[j]] <= batch_tokens:
-            j += 1
-        j = max(j, i + 1)
-        batch = order[i:j]
-        width = max(lengths[b] for b in batch)
-        ids = torch.zeros(len(batch), width, dtype=torch.long)
-        mask = torch.zeros(len(batch), width, dtype=torch.long)
-        for r, b in enumerate(batch):
-            ids[r, : lengths[b]] = torch.tensor(sequences[b])
-            mask[r, : lengths[b]] = 1
-        out = model.model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
-        final = out.last_hidden_state  # after the final norm
-        mid = out.hidden_states[exit_layer]  # after exit_layer decoder layers
-        logits = head(final)
-        tl, ti = logits.float().topk(top_k, dim=-1)
-        for r, b in enumerate(batch):
-            n, o = lengths[b], offsets[b]
-            feats[o:o + n] = final[r, :n]
-            early[o:o + n] = mid[r, :n]
-            top_logits[o:o + n] = tl[r, :n].half()
-            top_ids[o:o + n] = ti[r, :n].int()
-        done += sum(lengths[b] for b in batch)
-        i = j
-        log(f"teacher pass: {done}/{total} tokens, {done / max(time.time() - start, 1e-9):.0f} tok/s")
-    return {"features": feats, "early": early, "top_logits": top_logits, "top_ids": top_ids,
-            "offsets": torch.tensor(offsets), "exit_layer": exit_layer}
 
 
 @torch.no_grad()
