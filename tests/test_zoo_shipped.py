@@ -20,7 +20,7 @@ PINS = {
     "smollm2-135m-draft": (5, 66),
     "smollm2-135m-early-exit": (2, 78),
     "smollm2-135m-medusa": (2, 78),
-    "smollm2-135m-eagle": (4, 72),
+    "smollm2-135m-eagle": (4, 70),
 }
 
 

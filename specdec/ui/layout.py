@@ -8,6 +8,7 @@ import gradio as gr
 
 from specdec import presets
 from specdec.schedules import SCHEDULES
+from specdec.zoo.families import families_markdown
 
 from . import race as race_tab
 from . import cost_tab
@@ -283,6 +284,7 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
                 cost_tab.build(c)
             with gr.Tab("How it works", id="theory"):
                 gr.Markdown(THEORY)
+                gr.Markdown(families_markdown(), elem_id="drafter-families")
                 c["theory_fit"] = gr.HTML(THEORY_FIT_EMPTY, elem_id="theory-fit", label="Theory vs measured",
                                           show_label=False)
         settings = _wire_generate(lab, c, session)

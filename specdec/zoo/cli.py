@@ -14,10 +14,10 @@ def add_parser(sub) -> None:
     zoo = sub.add_parser("zoo", help="build the SmolLM2-135M drafter zoo (data, training, cards)")
     zoo.add_argument("--stage", default="all", choices=["all", "data", "train", "cards"],
                      help="all = data + train + cards; data shards in --work are reused when present")
-    zoo.add_argument("--profile", default="shipped", choices=["shipped", "tiny"])
+    zoo.add_argument("--profile", default="shipped", choices=["shipped", "eagle-more-data", "tiny"])
     zoo.add_argument("--seed", type=int, default=0)
     zoo.add_argument("--out", default=None, help="folder for the drafters (default: assets/drafters)")
-    zoo.add_argument("--work", default=None, help="data shards and logs (default: ~/.cache/specdec/zoo-work)")
+    zoo.add_argument("--work", default=None, help="data shards and logs (default: ~/.cache/specdec/zoo-work/<profile>)")
     zoo.add_argument("--only", default=None, help="comma-separated drafter names to train (default: all four)")
     zoo.add_argument("--threads", type=int, default=2)
     zoo.add_argument("--prompts-per-kind", type=int, default=2, help="cards: held-out prompts per kind")
@@ -42,7 +42,8 @@ def run(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(args.threads)
     out = Path(args.out) if args.out else ASSETS
-    work = Path(args.work) if args.work else Path.home() / ".cache" / "specdec" / "zoo-work"
+    # one work folder per profile: shards are named by batch index, and batch sizes differ
+    work = Path(args.work) if args.work else Path.home() / ".cache" / "specdec" / "zoo-work" / args.profile
     log = lambda s: print(s, flush=True)  # noqa: E731
     if args.stage != "cards":
         model, tokenizer, folder = load_target_for_training()

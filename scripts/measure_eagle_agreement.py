@@ -1,0 +1,64 @@
+"""How often an EAGLE head's first draft agrees with the target, teacher-forced on held-out answers.
+
+    python scripts/measure_eagle_agreement.py [--folder assets/drafters/smollm2-135m-eagle] [--per-kind 2]
+
+The target (SmolLM2-135M-Instruct, float32) answers each held-out prompt greedily (64 tokens); the head
+then reads the target's true features and tokens (as in training, depth 0) and predicts each next-but-one
+token. Printed: the share of answer positions where its top-1 equals the target's token — the first
+draft position's acceptance in greedy decoding, without the engine around it (a gap between the two
+would mean a train/inference mismatch).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from specdec.zoo.build import _prefixed, drafter_dir, load_tensors  # noqa: E402
+from specdec.zoo.data import chat_ids  # noqa: E402
+from specdec.zoo.heads import EagleHead, layer_forward, rope_tables  # noqa: E402
+from specdec.zoo.pipeline import load_target_for_training  # noqa: E402
+from specdec.zoo.prompts import heldout_prompts  # noqa: E402
+
+
+@torch.inference_mode()
+def agreement(model, head: EagleHead, vocab: torch.Tensor, ids: list[int], new_tokens: int) -> float:
+    prompt = torch.tensor([ids])
+    seq = model.generate(prompt, max_new_tokens=new_tokens, do_sample=False)[0]
+    features = model.model(input_ids=seq[None]).last_hidden_state[0]  # [T, d]
+    emb = model.get_input_embeddings().weight
+    # row p = (feature p, token p + 1) -> the token at p + 2
+    x = head.inputs(features[:-1], F.embedding(seq[1:], emb))[None]
+    cos, sin = rope_tables(model.config, len(seq) - 1, torch.float32)
+    out = head.norm(layer_forward(head.layer, x, cos[None], sin[None]))[0]
+    drafted = vocab[F.linear(out, model.get_output_embeddings().weight[vocab]).argmax(-1)]
+    answer = slice(len(ids) - 2, len(seq) - 2)
+    return float((drafted[:-1][answer] == seq[2:][answer]).float().mean())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--folder", default=str(drafter_dir("smollm2-135m-eagle")))
+    parser.add_argument("--per-kind", type=int, default=2)
+    parser.add_argument("--new-tokens", type=int, default=64)
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    model, tokenizer, _ = load_target_for_training()
+    tensors = load_tensors(Path(args.folder))
+    head = EagleHead(model.config)
+    head.load_state_dict({k: v.float() for k, v in _prefixed(tensors, "head.").items()})
+    head.eval()
+    vocab = tensors["draft_vocab"].long()
+    for kind, texts in heldout_prompts(args.per_kind).items():
+        for text in texts:
+            share = agreement(model, head, vocab, chat_ids(tokenizer, text), args.new_tokens)
+            print(f"{kind:8s} first-draft agreement {share:.2f}  {text[:50]!r}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
