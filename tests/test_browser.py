@@ -212,7 +212,10 @@ def test_a_race_ends_with_the_measured_verdict_and_a_readable_target_only_lane(p
     assert page.locator("#race-base .step-mark").count() == 0 and page.locator("#race-spec .step-mark").count() > 0
 
 
-def test_a_stopped_race_gives_no_verdict(page):
+def test_a_stopped_race_gives_no_verdict(page, slow_model):
+    # the slow model: the lab pair can finish all 512 tokens before the Stop lands (then the race is whole)
+    page.get_by_role("tab", name="Generate").click()
+    use_models(page, slow_model, slow_model)
     page.get_by_role("tab", name="Race").click()
     set_number(page, "K (draft tokens per step)", 1)
     set_number(page, "Max new tokens", 512)
