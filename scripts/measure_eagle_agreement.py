@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from specdec.zoo.build import _prefixed, drafter_dir, load_tensors  # noqa: E402
+from specdec.zoo.build import drafter_dir, load_eagle_head  # noqa: E402
 from specdec.zoo.data import chat_ids  # noqa: E402
 from specdec.zoo.heads import EagleHead, layer_forward, rope_tables  # noqa: E402
 from specdec.zoo.pipeline import load_target_for_training  # noqa: E402
@@ -49,11 +49,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(2)
     model, tokenizer, _ = load_target_for_training()
-    tensors = load_tensors(Path(args.folder))
-    head = EagleHead(model.config)
-    head.load_state_dict({k: v.float() for k, v in _prefixed(tensors, "head.").items()})
-    head.eval()
-    vocab = tensors["draft_vocab"].long()
+    head, vocab = load_eagle_head(model.config, Path(args.folder))
+    vocab = vocab.long()
     for kind, texts in heldout_prompts(args.per_kind).items():
         for text in texts:
             share = agreement(model, head, vocab, chat_ids(tokenizer, text), args.new_tokens)

@@ -145,14 +145,19 @@ def build_medusa(target, name: str, description: str, folder: Path | None = None
     return MedusaDrafter(target, target.real_vocab_size, heads, tensors["draft_vocab"], name, description)
 
 
+def load_eagle_head(config, folder: Path) -> tuple[EagleHead, torch.Tensor]:
+    """The EAGLE head saved in folder (float32, eval mode) and its draft vocabulary (ids)."""
+    tensors = load_tensors(folder)
+    head = EagleHead(config)
+    head.load_state_dict({k: v.float() for k, v in _prefixed(tensors, "head.").items()})
+    return head.eval(), tensors["draft_vocab"]
+
+
 def build_eagle(target, name: str, description: str, folder: Path | None = None):
     from .drafters import EagleDrafter
 
-    folder = folder or drafter_dir(name)
-    tensors = load_tensors(folder)
-    head = EagleHead(target.model.config)
-    head.load_state_dict({k: v.float() for k, v in _prefixed(tensors, "head.").items()})
-    return EagleDrafter(target, target.real_vocab_size, head, tensors["draft_vocab"], name, description)
+    head, draft_vocab = load_eagle_head(target.model.config, folder or drafter_dir(name))
+    return EagleDrafter(target, target.real_vocab_size, head, draft_vocab, name, description)
 
 
 class VocabModelDrafter:

@@ -51,14 +51,6 @@ PROFILES = {
         early=TrainConfig(epochs=3, lr=2e-3, time_budget_s=10 * 60),
         draft=TrainConfig(epochs=3, lr=2e-3, time_budget_s=14 * 60),
     ),
-    # The EAGLE head's second recipe (--only smollm2-135m-eagle): more self-distilled data in larger
-    # batches (its own work folder; the other three drafters keep the recipe above).
-    "eagle-more-data": ZooProfile(
-        name="eagle-more-data", prompts=2400, gen_batches=38, gen_batch=48, max_new_tokens=160,
-        gen_time_budget_s=None, exit_layer=6, draft_vocab=12288, batch_tokens=1024,
-        eagle=TrainConfig(epochs=3, lr=1.5e-3, ttt_depth=2, reg_weight=0.1, time_budget_s=40 * 60),
-        medusa=TrainConfig(), early=TrainConfig(), draft=TrainConfig(),
-    ),
     # seconds: the pipeline smoke test (tiny random target)
     "tiny": ZooProfile(
         name="tiny", prompts=6, gen_batch=3, max_new_tokens=6, gen_batches=None, gen_time_budget_s=None,
@@ -68,6 +60,13 @@ PROFILES = {
         early=TrainConfig(epochs=1, warmup_steps=1), draft=TrainConfig(epochs=1, warmup_steps=1),
     ),
 }
+
+
+# The EAGLE head's second recipe (shipped with --only smollm2-135m-eagle): the shipped recipe with five
+# times the self-distilled data (the first 38 batches of 48) and 3 epochs for EAGLE.
+PROFILES["eagle-more-data"] = replace(
+    PROFILES["shipped"], name="eagle-more-data", gen_batch=48, gen_batches=38,
+    eagle=replace(PROFILES["shipped"].eagle, epochs=3, time_budget_s=40 * 60))
 
 
 def prompt_length(record: dict, tokenizer) -> int:
