@@ -6,6 +6,12 @@ of speculative and target-only runs, specdec.measurement's sweep policy); the sc
 its interval, both theory forms (textbook v = 1 and measured v(K)) and their errors against the points.
 
     python scripts/measure_sweep.py [--ks 1-8] [--temperatures "0, 0.7, 1.0"] [--tokens 64] [--budget 6]
+
+The zoo's drafters side by side on a held-out chat prompt (in the chat template), 10 pairs or more per point:
+
+    python scripts/measure_sweep.py --target smollm2-135m-instruct --chat --ks 1-4 --temperatures 0 \
+        --draft smollm2-135m-eagle,smollm2-135m-medusa,smollm2-135m-early-exit,smollm2-135m-draft \
+        --prompt "Can you tell me about typewriters?" --pairs 10 --budget 40
 """
 from __future__ import annotations
 
@@ -38,38 +44,42 @@ def main() -> None:
     parser.add_argument("--temperatures", default="0, 0.7, 1.0")
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--target", default=presets.LAB_TARGET)
-    parser.add_argument("--draft", default=presets.LAB_DRAFT)
+    parser.add_argument("--draft", default=presets.LAB_DRAFT, help="a draft, or several, comma separated")
+    parser.add_argument("--chat", action="store_true", help="wrap the prompt in the target's chat template")
     parser.add_argument("--prompt", default=PROMPT)
     parser.add_argument("--budget", type=float, default=None,
-                        help="seconds per point (default: the Sweep tab's policy); at least 6 pairs then")
+                        help="seconds per point (default: the Sweep tab's policy); at least --pairs pairs then")
+    parser.add_argument("--pairs", type=int, default=6, help="with --budget: the fewest timed pairs per point")
     args = parser.parse_args()
 
-    policy = SWEEP if args.budget is None else Policy(min_repeats=6, floor_repeats=6, max_repeats=40,
+    policy = SWEEP if args.budget is None else Policy(min_repeats=args.pairs, floor_repeats=args.pairs, max_repeats=40,
                                                       tolerance=0.03, budget_s=args.budget,
                                                       hard_budget_s=args.budget)
     lab = Lab(sweep_policy=policy)
     start = time.perf_counter()
-    lab.engine.load_drafter(args.draft, lab.load(args.target))  # a model, or prompt lookup, a zoo head…
+    drafts = [d.strip() for d in args.draft.split(",") if d.strip()]
+    for draft in drafts:
+        lab.engine.load_drafter(draft, lab.load(args.target))  # a model, or prompt lookup, a zoo head…
     load_s = time.perf_counter() - start
 
     start = time.perf_counter()
     session = Session()
-    final = list(sweep(lab, session, args.prompt, False, args.target, "", [args.draft], args.ks,
-                       args.temperatures, args.tokens, 0, 1.0, 0))[-1]
+    final = list(sweep(lab, session, args.prompt, False, args.target, "", drafts, args.ks,
+                       args.temperatures, args.tokens, 0, 1.0, 0, chat=args.chat))[-1]
     sweep_s = time.perf_counter() - start
     if final.get("error"):
         raise SystemExit(final["error"])
 
     rows = session.sweep_rows
     table = pd.DataFrame([asdict(r) for r in rows])
-    cols = ["temperature", "k", "acceptance_rate", "alpha", "tokens_per_s", "baseline_tokens_per_s", "speedup",
+    cols = ["draft", "temperature", "k", "acceptance_rate", "alpha", "tokens_per_forward", "tokens_per_s", "baseline_tokens_per_s", "speedup",
             "speedup_low", "speedup_high", "repeats", "theory_textbook", "theory_measured", "c", "v"]
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table[cols].round(3).to_string(index=False))
     print()
     for fit_line in fit_summary(rows).split(". "):
         print(fit_line.rstrip(".") + ".")
-    best = table[table.best_measured][["temperature", "k", "speedup", "theory_best_k", "alpha", "c_pooled"]]
+    best = table[table.best_measured][["draft", "temperature", "k", "speedup", "theory_best_k", "alpha", "c_pooled"]]
     print("\nbest K per temperature:\n" + best.to_string(index=False))
     print(json.dumps({"points": len(table), "tokens": args.tokens, "load_s": round(load_s, 2),
                       "sweep_s": round(sweep_s, 2), "fit": [asdict(f) for f in fit_errors(rows)]}))

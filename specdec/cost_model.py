@@ -169,10 +169,11 @@ class DraftShape:
 def zoo_shape(name: str, family: str, meta: dict, target: Network) -> DraftShape:
     """The draft zoo's drafters (specdec/zoo) on their target's shape: what each runs per drafted token."""
     d, vocab = target.hidden, meta.get("data", {}).get("draft_vocab", target.head_rows)
-    if family == "draft model":  # its own layers, then the target's full head (proposals masked afterwards)
-        return DraftShape(name, family, replace(target, name=name, layers=meta["layers"]))
-    if family == "early exit":  # the target's first layers + adapter layers, the full head
-        return DraftShape(name, family, replace(target, name=name, layers=meta["exit_layer"] + meta["adapter_layers"]))
+    if family == "draft model":  # its own layers, then the draft-vocabulary head rows
+        return DraftShape(name, family, replace(target, name=name, layers=meta["layers"], head_rows=vocab))
+    if family == "early exit":  # the target's first layers + adapter layers, the draft-vocabulary head rows
+        return DraftShape(name, family, replace(target, name=name, layers=meta["exit_layer"] + meta["adapter_layers"],
+                                                head_rows=vocab))
     if family == "medusa":  # residual blocks (d×d + bias) on one feature, the draft-vocabulary head rows for K
         blocks = meta["heads"] * (d * d + d)
         return DraftShape(name, family, replace(target, name=name, layers=0, head_rows=vocab, extra_params=blocks),

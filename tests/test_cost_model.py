@@ -205,8 +205,8 @@ def test_prompt_lookup_has_no_network_and_a_draft_model_its_own_config():
 def test_the_zoo_drafters_cost_what_each_runs_per_drafted_token():
     shapes = {name: cm.draft_shape(f"smollm2-135m-{name}", SMOLLM2) for name in ("draft", "early-exit", "medusa",
                                                                                  "eagle")}
-    assert shapes["draft"].network.layers == 2 and shapes["draft"].network.head_rows == 49152
-    assert shapes["early-exit"].network.layers == 6 + 1
+    assert shapes["draft"].network.layers == 2 and shapes["draft"].network.head_rows == 12288
+    assert shapes["early-exit"].network.layers == 6 + 1 and shapes["early-exit"].network.head_rows == 12288
     medusa = shapes["medusa"]
     assert medusa.one_call and medusa.network.extra_params == 4 * (576 * 576 + 576)
     assert medusa.network.layers == 0 and medusa.network.head_rows == 12288

@@ -2,9 +2,10 @@
 training/runtime agreement of the heads, and the whole training pipeline at its tiny profile.
 
 Chi-square method as in test_engine_distribution.py: the first two generated tokens of 20,000 seeded
-speculative runs against the enumerated law of the warped target; pass at p >= 0.001. The heads here
-have random weights and a draft vocabulary that leaves two ids out (q = 0 there), so acceptance,
-rejection, residual draws of ids the head never proposes, and bonus tokens all occur.
+speculative runs against the enumerated law of the warped target; pass at p >= 0.001. The heads (and a
+one-layer draft-vocabulary model drafter) here have random weights and a draft vocabulary that leaves two
+ids out (q = 0 there), so acceptance, rejection, residual draws of ids the drafter never proposes, and
+bonus tokens all occur.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from specdec.decoding import Generation
 from specdec.drafters.base import ProposalContext
 from specdec.loading import LoadedModel
 from specdec.sampling import build_warpers
-from specdec.zoo.drafters import EagleDrafter, MedusaDrafter
+from specdec.zoo.drafters import DraftVocabModelDrafter, EagleDrafter, MedusaDrafter
 from specdec.zoo.heads import EagleHead, MedusaHeads, layer_forward, rope_tables
 from stats import chi_square_p_value
 
@@ -62,6 +63,21 @@ def random_eagle(target, seed=2, vocab=VOCAB, draft_vocab=DRAFT_VOCAB):
     return EagleDrafter(target, vocab, head, draft_vocab, "tiny-eagle", "")
 
 
+def random_vocab_draft(target, seed=3, vocab=VOCAB, draft_vocab=DRAFT_VOCAB):
+    """A one-layer draft model on the target's embedding, ending in the head rows of draft_vocab."""
+    from transformers.models.llama.modeling_llama import LlamaDecoderLayer
+
+    from specdec.zoo.build import _vocab_drafter
+
+    torch.manual_seed(seed)
+    layer = LlamaDecoderLayer(target.model.config, layer_idx=0).eval()
+    for w in layer.parameters():
+        torch.nn.init.normal_(w, std=0.3)
+    drafter = _vocab_drafter(target, "tiny-draft", [layer], [layer], {"draft_vocab": draft_vocab})
+    drafter.vocab_limit = vocab
+    return drafter
+
+
 def next_logits(target):
     def fn(seq):
         with torch.no_grad():
@@ -69,7 +85,7 @@ def next_logits(target):
     return fn
 
 
-@pytest.mark.parametrize("make", [random_medusa, random_eagle], ids=["medusa", "eagle"])
+@pytest.mark.parametrize("make", [random_medusa, random_eagle, random_vocab_draft], ids=["medusa", "eagle", "draft"])
 def test_head_drafter_samples_follow_the_target_distribution(target, make):
     settings = DecodeSettings(temperature=1.0)
     drafter = make(target)
@@ -79,7 +95,7 @@ def test_head_drafter_samples_follow_the_target_distribution(target, make):
     assert chi_square_p_value(counts, expected) >= P_VALUE_THRESHOLD
 
 
-@pytest.mark.parametrize("make", [random_medusa, random_eagle], ids=["medusa", "eagle"])
+@pytest.mark.parametrize("make", [random_medusa, random_eagle, random_vocab_draft], ids=["medusa", "eagle", "draft"])
 def test_head_drafter_q_differs_from_p_and_is_zero_outside_its_vocabulary(target, make):
     """Guards the test above: the proposals are neither the target's law nor full-vocabulary."""
     drafter = make(target)
@@ -88,12 +104,14 @@ def test_head_drafter_q_differs_from_p_and_is_zero_outside_its_vocabulary(target
     rows = [(t.q, t.p) for e in events for t in e.drafted]
     assert rows, "the drafter proposed nothing"
     assert any(abs(q - p) > 0.05 for q, p in rows)
+    if isinstance(drafter, DraftVocabModelDrafter):  # the heads keep the features the run observed
+        drafter.start(PROMPT, 64)
     q = drafter.propose(PROMPT, 2, ProposalContext(True, build_warpers(DecodeSettings(temperature=1.0)),
                                                    torch.Generator().manual_seed(0))).q
     assert torch.all(q[:, [2, 5]] == 0) and torch.allclose(q.sum(-1), torch.ones(len(q)))
 
 
-@pytest.mark.parametrize("make", [random_medusa, random_eagle], ids=["medusa", "eagle"])
+@pytest.mark.parametrize("make", [random_medusa, random_eagle, random_vocab_draft], ids=["medusa", "eagle", "draft"])
 @pytest.mark.parametrize("k", [1, 3, 5])
 def test_head_drafter_greedy_output_is_the_target_alone(make, k):
     target = loaded(tiny_llama(64, seed=3))
@@ -101,6 +119,14 @@ def test_head_drafter_greedy_output_is_the_target_alone(make, k):
     settings = DecodeSettings(max_new_tokens=20, k=k)
     alone = Generation(target, None, [5, 9, 11], settings).result().token_ids
     assert Generation(target, drafter, [5, 9, 11], settings).result().token_ids == alone
+
+
+def test_a_draft_vocabulary_model_drafter_has_no_transformers_counterpart_in_bench(target):
+    from specdec.bench import drafter_mode
+    from specdec.errors import InvalidSettingsError
+
+    with pytest.raises(InvalidSettingsError, match="no transformers counterpart"):
+        drafter_mode(random_vocab_draft(target))
 
 
 def test_eagle_runtime_chain_matches_the_training_forward():
@@ -179,7 +205,10 @@ def test_zoo_pipeline_builds_four_loadable_drafters_in_seconds(tmp_path):
         assert Generation(target, drafter, [7, 8, 9], settings).result().token_ids == alone
     # shared, not copied: the early exit's first layer is the target's own module
     assert drafters[1].loaded.model.model.layers[0] is model.model.layers[0]
-    assert drafters[1].loaded.model.lm_head is model.lm_head
+    # its head is the target's rows of its draft vocabulary, nothing else
+    early = drafters[1]
+    assert torch.equal(early.loaded.model.lm_head.weight, model.lm_head.weight[early.ids])
+    assert len(early.ids) < model.config.vocab_size
 
 
 def test_eagle_training_time_test_matches_drafting_on_its_own_features():

@@ -17,9 +17,9 @@ PROMPT = "Explain why the sky is blue in two sentences."
 SETTINGS = DecodeSettings(max_new_tokens=24, k=4)
 # (accepted, drafted) at K=4, greedy, 24 new tokens, on PROMPT in the chat template
 PINS = {
-    "smollm2-135m-draft": (5, 66),
+    "smollm2-135m-draft": (3, 74),
     "smollm2-135m-early-exit": (2, 78),
-    "smollm2-135m-medusa": (2, 78),
+    "smollm2-135m-medusa": (4, 76),
     "smollm2-135m-eagle": (4, 70),
 }
 

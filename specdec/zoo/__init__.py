@@ -1,7 +1,7 @@
 """The draft zoo: four drafters trained by this project for SmolLM2-135M-Instruct.
 
-  smollm2-135m-draft       a 2-layer draft model on the target's embedding, norm and head
-  smollm2-135m-early-exit  the target's first 6 layers + a trained adapter layer, the target's head
+  smollm2-135m-draft       a 2-layer draft model on the target's embedding, norm and draft-vocabulary head rows
+  smollm2-135m-early-exit  the target's first 6 layers + a trained adapter layer, draft-vocabulary head rows
   smollm2-135m-medusa      4 Medusa heads on the target's last hidden state
   smollm2-135m-eagle       an EAGLE-style head: one decoder layer over [feature; next-token embedding]
 
@@ -16,9 +16,9 @@ from .build import TARGET, build_draft_model, build_eagle, build_early_exit, bui
 
 DESCRIPTIONS = {
     "smollm2-135m-draft": "draft model: 2 own decoder layers on the target's embedding and head (14 MB); "
-                          "reads only tokens; costs 2 layers + the full head per drafted token",
+                          "reads only tokens; costs 2 layers + a 12k-token head per drafted token",
     "smollm2-135m-early-exit": "early exit: the target's first 6 of 30 layers + a trained adapter layer (7 MB); "
-                               "reads only tokens; costs 7 layers + the full head per drafted token",
+                               "reads only tokens; costs 7 layers + a 12k-token head per drafted token",
     "smollm2-135m-medusa": "Medusa: 4 residual heads on the target's last hidden state (2.7 MB); "
                            "reads the target's features; costs 4 small blocks + a 12k-token head, once for all K tokens",
     "smollm2-135m-eagle": "EAGLE: one decoder layer over [target feature; next-token embedding] (8.4 MB); "

@@ -1,9 +1,10 @@
 """Loading shipped zoo weights (assets/drafters/<name>/) and assembling drafters around a loaded target.
 
-The draft model and the early exit are LlamaForCausalLM modules whose embedding, final norm and head
-(and, for the early exit, the first L decoder layers) are the target's own modules: shared, not
-copied. Only their new layers are stored and counted in param_bytes. They draft through the engine's
-static runner (specdec/static_runner.py) with their own KV cache, like any draft model.
+The draft model and the early exit are LlamaForCausalLM modules whose embedding and final norm (and, for
+the early exit, the first L decoder layers) are the target's own modules: shared, not copied. Their head
+is a copy of the target's head rows of their draft vocabulary. Only their new layers are stored;
+param_bytes counts them and the head rows. They draft through the engine's static runner
+(specdec/static_runner.py) with their own KV cache, like any draft model.
 """
 from __future__ import annotations
 
@@ -52,19 +53,19 @@ def _prefixed(tensors: dict, prefix: str) -> dict:
 
 class SharedLlama:
     """What ModelDrafter needs (name, param_bytes, new_runner) for a LlamaForCausalLM that shares the
-    target's tensors; param_bytes counts only the layers this drafter adds."""
+    target's tensors; param_bytes counts only the modules this drafter adds."""
 
-    def __init__(self, name: str, model, own_layers: list[nn.Module], tokenizer=None):
-        self.name, self.model, self.own_layers, self.tokenizer = name, model, own_layers, tokenizer
+    def __init__(self, name: str, model, own_modules: list[nn.Module], tokenizer=None):
+        self.name, self.model, self.own_modules, self.tokenizer = name, model, own_modules, tokenizer
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
 
     @property
     def param_bytes(self) -> int:
-        """The layers this drafter adds, with the float16 copies the static runner made of them."""
+        """The modules this drafter adds, with the float16 copies the static runner made of them."""
         from ..fp16_weights import weight_bytes
 
-        return sum(weight_bytes(layer) for layer in self.own_layers)
+        return sum(weight_bytes(module) for module in self.own_modules)
 
     def new_runner(self, vocab_limit: int, max_length: int, keep_hidden: bool = False):
         from ..backend import HFEagerRunner
@@ -75,8 +76,9 @@ class SharedLlama:
         return HFEagerRunner(self.model, vocab_limit, keep_hidden)
 
 
-def shared_llama(target_model, layers: list[nn.Module]):
-    """A LlamaForCausalLM over `layers` with the target's embedding, rotary table, final norm and head."""
+def shared_llama(target_model, layers: list[nn.Module], head: nn.Module | None = None):
+    """A LlamaForCausalLM over `layers` with the target's embedding, rotary table, final norm and head
+    (or `head`, e.g. the target's head rows of a draft vocabulary)."""
     from transformers import LlamaForCausalLM
 
     config = copy.deepcopy(target_model.config)
@@ -86,7 +88,7 @@ def shared_llama(target_model, layers: list[nn.Module]):
     model.model.embed_tokens = target_model.model.embed_tokens
     model.model.norm = target_model.model.norm
     model.model.rotary_emb = target_model.model.rotary_emb
-    model.lm_head = target_model.lm_head
+    model.lm_head = target_model.lm_head if head is None else head
     model.model.layers = nn.ModuleList(layers)
     model.eval()
     return model
@@ -105,32 +107,35 @@ def own_layers(target_model, tensors: dict, count: int, first_index: int) -> lis
     return out
 
 
-def build_draft_model(target, name: str, folder: Path | None = None):
+def _vocab_drafter(target, name: str, layers: list[nn.Module], own: list[nn.Module], tensors: dict):
+    """The drafter over `layers` (own: the ones it adds), ending in the head rows of its draft vocabulary."""
     from ..drafters.model import ModelDrafter
+    from .drafters import DraftVocabModelDrafter, head_rows_module, vocab_ids
 
+    if "draft_vocab" not in tensors:
+        model = shared_llama(target.model, layers)
+        return ModelDrafter(SharedLlama(name, model, own, target.tokenizer), target.real_vocab_size)
+    ids = vocab_ids(tensors["draft_vocab"], target.real_vocab_size)
+    head = head_rows_module(target.model, ids, next(target.model.parameters()).dtype)
+    model = shared_llama(target.model, layers, head)
+    return DraftVocabModelDrafter(SharedLlama(name, model, own + [head], target.tokenizer),
+                                  target.real_vocab_size, ids)
+
+
+def build_draft_model(target, name: str, folder: Path | None = None):
     folder = folder or drafter_dir(name)
     meta, tensors = read_meta(folder), load_tensors(folder)
     layers = own_layers(target.model, tensors, meta["layers"], 0)
-    model = shared_llama(target.model, layers)
-    loaded = SharedLlama(name, model, layers, target.tokenizer)
-    if "draft_vocab" in tensors:
-        return VocabModelDrafter(loaded, target.real_vocab_size, tensors["draft_vocab"])
-    return ModelDrafter(loaded, target.real_vocab_size)
+    return _vocab_drafter(target, name, layers, layers, tensors)
 
 
 def build_early_exit(target, name: str, folder: Path | None = None):
-    from ..drafters.model import ModelDrafter
-
     folder = folder or drafter_dir(name)
     meta, tensors = read_meta(folder), load_tensors(folder)
     exit_layer = meta["exit_layer"]
     adapters = own_layers(target.model, tensors, meta["adapter_layers"], exit_layer)
-    model = shared_llama(target.model, list(target.model.model.layers[:exit_layer]) + adapters)
-    loaded = SharedLlama(name, model, adapters, target.tokenizer)
-    if "draft_vocab" in tensors:
-        drafter = VocabModelDrafter(loaded, target.real_vocab_size, tensors["draft_vocab"])
-    else:
-        drafter = ModelDrafter(loaded, target.real_vocab_size)
+    drafter = _vocab_drafter(target, name, list(target.model.model.layers[:exit_layer]) + adapters, adapters,
+                             tensors)
     drafter.family = "early exit"
     return drafter
 
@@ -158,38 +163,3 @@ def build_eagle(target, name: str, description: str, folder: Path | None = None)
 
     head, draft_vocab = load_eagle_head(target.model.config, folder or drafter_dir(name))
     return EagleDrafter(target, target.real_vocab_size, head, draft_vocab, name, description)
-
-
-class VocabModelDrafter:
-    """Factory for a ModelDrafter whose proposals are restricted to the draft vocabulary it was trained on
-    (the zoo's draft model and early exit learn only those ids' logits: sampled softmax over the draft
-    vocabulary). Every other id gets q = 0, which keeps sampling exact (see drafters.py)."""
-
-    def __new__(cls, loaded, vocab_limit: int, draft_vocab: torch.Tensor):
-        from ..drafters.base import Proposal
-        from ..drafters.model import ModelDrafter
-        from ..sampling import probabilities, sample
-
-        class _Drafter(ModelDrafter):
-            def __init__(self):
-                super().__init__(loaded, vocab_limit)
-                ids = draft_vocab[draft_vocab < vocab_limit].long()
-                self.mask = torch.full((vocab_limit,), float("-inf"), device=loaded.device)
-                self.mask[ids] = 0.0
-
-            def propose(self, seq, k, context):
-                ids, rows = [], []
-                logits = self.runner.forward(seq[self.runner.length:])[-1:]
-                for i in range(k):
-                    if i:
-                        logits = self.runner.forward([ids[-1]])
-                    logits = logits + self.mask
-                    q = probabilities(logits, context.warpers) if context.sampling else torch.softmax(logits, dim=-1)
-                    token = sample(q[0], context.generator) if context.sampling else int(logits[0].argmax())
-                    rows.append(q)
-                    ids.append(token)
-                    if context.stop_below is not None and float(q[0].max()) < context.stop_below:
-                        break
-                return Proposal(ids, torch.cat(rows))
-
-        return _Drafter()

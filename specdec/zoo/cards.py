@@ -85,7 +85,7 @@ def card_text(name: str, meta: dict, m: dict) -> str:
     fig = m["figures"][name]
     lines = [f"# {name}", "", meta.get("description", ""), "",
              f"Family: **{meta['family']}**. Target: `smollm2-135m-instruct` (its tokenizer, embedding, norm and head "
-             "are the target's own; only the weights in this folder are new).", "",
+             "rows are the target's own; only the weights in this folder are new).", "",
              "## Measured (held-out prompts, this 2-core CPU)", "",
              f"Target in {m['target_dtype']} (runner: {m.get('runner', 'static')}), {m['machine']}; {len(m['prompts']['chat'])} held-out prompts per kind "
              f"(topics, tasks and passages never used in training), {NEW_TOKENS} new tokens, chat template. Speedup = tokens/s "
@@ -121,8 +121,8 @@ def card_text(name: str, meta: dict, m: dict) -> str:
               f"`{json.dumps(meta.get('train_config', {}))}`.",
               f"- Initialisation: {meta.get('init', '')}.",
               f"- Weights: `model.safetensors`, bf16, {m['param_bytes'].get(name, 0) / 1e6:.1f} MB in memory at "
-              "runtime (the file's new weights, plus for the heads a gathered copy of the target's head rows of the "
-              "draft vocabulary).", ""]
+              "runtime (the file's new weights, plus a gathered copy of the target's head rows of the draft "
+              "vocabulary).", ""]
     return "\n".join(lines)
 
 

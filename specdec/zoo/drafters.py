@@ -1,11 +1,11 @@
 """Runtime drafters of the zoo: Medusa heads and the EAGLE-style head (both read the target's
-final-norm hidden states through Drafter.observe). The small draft model and the early exit are
-ModelDrafters over a LlamaForCausalLM that shares the target's tensors (build.py).
+final-norm hidden states through Drafter.observe), and DraftVocabModelDrafter, the small draft model
+and the early exit (a LlamaForCausalLM that shares the target's tensors, build.py).
 
-q rows are over the target's vocabulary 0 .. vocab_limit - 1. The heads score only their draft
-vocabulary (the target's head rows of the ids the target most often predicts, EAGLE-3 style);
-every other id has q = 0, which keeps speculative sampling exact (the verifier only needs q to be
-the distribution the draft was drawn from).
+q rows are over the target's vocabulary 0 .. vocab_limit - 1. All four score only their draft
+vocabulary (the target's head rows of the ids the target most often predicts, EAGLE-3 style), so a
+draft token costs Vd head rows, not the whole vocabulary; every other id has q = 0, which keeps
+speculative sampling exact (the verifier only needs q to be the distribution the draft was drawn from).
 """
 from __future__ import annotations
 
@@ -13,35 +13,92 @@ import time
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from ..drafters.base import Drafter, Proposal, ProposalContext
+from ..drafters.model import ModelDrafter
+from ..fp16_weights import linear, linear_weights, weight_bytes
 from ..sampling import probabilities, sample
 from .heads import EagleHead, LayerCache, MedusaHeads, param_bytes
+
+
+def vocab_ids(draft_vocab: torch.Tensor, vocab_limit: int) -> torch.Tensor:
+    """The draft vocabulary's ids below vocab_limit, [Vd] long."""
+    return draft_vocab[draft_vocab < vocab_limit].long()
+
+
+def head_rows_module(target_model, ids: torch.Tensor, dtype) -> nn.Linear:
+    """A Linear d -> Vd holding the target's head rows of `ids` (a gathered copy)."""
+    head = target_model.get_output_embeddings()
+    rows = nn.Linear(head.in_features, len(ids), bias=head.bias is not None, device="meta")
+    rows.weight = nn.Parameter(head.weight.detach()[ids].to(dtype).contiguous(), requires_grad=False)
+    if head.bias is not None:
+        rows.bias = nn.Parameter(head.bias.detach()[ids].to(dtype), requires_grad=False)
+    return rows.eval()
+
+
+def widen(small: torch.Tensor, ids: torch.Tensor, vocab_limit: int) -> torch.Tensor:
+    """Draft-vocabulary logits [n, Vd] -> logits [n, vocab_limit], -inf off the draft vocabulary (q = 0)."""
+    full = small.new_full((small.shape[0], vocab_limit), float("-inf"))
+    full[:, ids] = small
+    return full
+
+
+def draw(small: torch.Tensor, ids: torch.Tensor, vocab_limit: int, context: ProposalContext):
+    """q rows [n, vocab_limit] and the drafted ids (argmax when greedy, a draw when sampling) from
+    draft-vocabulary logits [n, Vd]."""
+    full = widen(small.float(), ids, vocab_limit)
+    if context.sampling:
+        q = probabilities(full, context.warpers)
+        return q, [sample(row, context.generator) for row in q]
+    return torch.softmax(full, dim=-1), [int(ids[int(row.argmax())]) for row in small]
 
 
 class _HeadRows:
     """The target's lm_head rows for the draft vocabulary: features [n, d] -> q rows [n, vocab_limit]."""
 
     def __init__(self, target_model, draft_vocab: torch.Tensor, vocab_limit: int, dtype):
-        head = target_model.get_output_embeddings()
-        self.ids = draft_vocab[draft_vocab < vocab_limit].long()
-        self.weight = head.weight.detach()[self.ids].to(dtype).contiguous()  # [Vd, d] (a gathered copy)
-        self.bias = None if head.bias is None else head.bias.detach()[self.ids].to(dtype)
+        self.ids = vocab_ids(draft_vocab, vocab_limit)
+        self.module = head_rows_module(target_model, self.ids, dtype)
+        self.weight = self.module.weight  # [Vd, d]
         self.vocab_limit = vocab_limit
 
     def bytes(self) -> int:
-        return self.weight.numel() * self.weight.element_size()
+        return weight_bytes(self.module)
 
     def rows(self, features: torch.Tensor, context: ProposalContext) -> tuple[torch.Tensor, list[int]]:
-        """q rows [n, vocab_limit] and the drafted ids (argmax when greedy, a draw when sampling)."""
-        small = F.linear(features, self.weight, self.bias).float()  # [n, Vd]
-        full = small.new_full((small.shape[0], self.vocab_limit), float("-inf"))
-        full[:, self.ids] = small
-        if context.sampling:
-            q = probabilities(full, context.warpers)
-            return q, [sample(row, context.generator) for row in q]
-        q = torch.softmax(full, dim=-1)
-        return q, [int(self.ids[int(small[i].argmax())]) for i in range(small.shape[0])]
+        """q rows [n, vocab_limit] and the drafted ids."""
+        small = linear(features, linear_weights(self.module))  # [n, Vd]
+        return draw(small, self.ids, self.vocab_limit, context)
+
+
+class DraftVocabModelDrafter(ModelDrafter):
+    """A ModelDrafter whose network ends in the target's head rows of its draft vocabulary (the zoo's
+    draft model and early exit learn only those ids' logits: sampled softmax over the draft vocabulary),
+    so each draft token pays for Vd head rows instead of the whole vocabulary. Every other id has q = 0."""
+
+    def __init__(self, loaded, vocab_limit: int, ids: torch.Tensor):
+        super().__init__(loaded, vocab_limit)
+        self.ids = ids  # [Vd]: column j of the network's logits is token ids[j]
+
+    @property
+    def model(self):
+        """None: the network's logits cover the draft vocabulary only, which transformers' assisted
+        generation cannot take as an assistant (so bench has no transformers counterpart for it)."""
+        return None
+
+    def propose(self, seq: list[int], k: int, context: ProposalContext) -> Proposal:
+        ids, rows = [], []
+        small = self.runner.forward(seq[self.runner.length:])[-1:]  # [1, Vd]; feed what the draft has not seen
+        for i in range(k):
+            if i:
+                small = self.runner.forward([ids[-1]])
+            q, token = draw(small, self.ids, self.vocab_limit, context)
+            rows.append(q)
+            ids.append(token[0])
+            if context.stop_below is not None and float(q[0].max()) < context.stop_below:
+                break
+        return Proposal(ids, torch.cat(rows))
 
 
 class _FeatureDrafter(Drafter):

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 DIAGRAMS = {
-    "smollm2-135m-draft": "tokens ──▶ target embedding ──▶ 2 own layers ──▶ target norm + head ──▶ x̂₁, then x̂₁ ──▶ … x̂_K",
-    "smollm2-135m-early-exit": "tokens ──▶ target layers 1–6 ──▶ adapter layer ──▶ target norm + head ──▶ x̂₁ … x̂_K (one at a time)",
+    "smollm2-135m-draft": "tokens ──▶ target embedding ──▶ 2 own layers ──▶ target norm + head rows ──▶ x̂₁, then x̂₁ ──▶ … x̂_K",
+    "smollm2-135m-early-exit": "tokens ──▶ target layers 1–6 ──▶ adapter layer ──▶ target norm + head rows ──▶ x̂₁ … x̂_K (one at a time)",
     "smollm2-135m-medusa": "target's last feature h ──▶ residual head k (k = 1…4) ──▶ target head rows ──▶ x̂₁ … x̂_K (all at once)",
     "smollm2-135m-eagle": "[h_t ; embedding of x_t+1] ──▶ 1 decoder layer ──▶ predicted h_t+1 ──▶ target head rows ──▶ x̂, "
                           "then [predicted h ; x̂] ──▶ … (K times)",
