@@ -14,7 +14,8 @@ def add_parser(sub) -> None:
     zoo = sub.add_parser("zoo", help="build the SmolLM2-135M drafter zoo (data, training, cards)")
     zoo.add_argument("--stage", default="all", choices=["all", "data", "train", "cards"],
                      help="all = data + train + cards; data shards in --work are reused when present")
-    zoo.add_argument("--profile", default="shipped", choices=["shipped", "more-data", "tiny"])
+    zoo.add_argument("--profile", default="more-data", choices=["more-data", "first", "tiny"],
+                     help="more-data: the shipped weights' recipe; first: the first, smaller one; tiny: seconds")
     zoo.add_argument("--seed", type=int, default=0)
     zoo.add_argument("--out", default=None, help="folder for the drafters (default: assets/drafters)")
     zoo.add_argument("--work", default=None, help="data shards and logs (default: ~/.cache/specdec/zoo-work/<profile>)")

@@ -40,10 +40,10 @@ class ZooProfile:
 
 
 PROFILES = {
-    # The recipe of the shipped weights (fixed amounts, so the command reproduces them; no time budgets):
-    # the first GEN_BATCHES batches of the seeded prompt order, then a fixed number of optimiser steps each.
-    "shipped": ZooProfile(
-        name="shipped", prompts=2400, gen_batches=22, gen_batch=16, max_new_tokens=160, gen_time_budget_s=None,
+    # The first recipe (fixed amounts, so the command reproduces its weights; no time budgets): the first
+    # gen_batches batches of the seeded prompt order, then a fixed number of optimiser steps each.
+    "first": ZooProfile(
+        name="first", prompts=2400, gen_batches=22, gen_batch=16, max_new_tokens=160, gen_time_budget_s=None,
         exit_layer=6, draft_vocab=12288, batch_tokens=1024,
         # time budgets are safety caps only: a stage that hits one says so in its zoo.json
         eagle=TrainConfig(epochs=2, lr=1.5e-3, ttt_depth=2, reg_weight=0.1, time_budget_s=26 * 60),
@@ -62,9 +62,9 @@ PROFILES = {
 }
 
 
-# The second recipe: the shipped recipe with five times the self-distilled data (the first 38 batches of
-# 48), 3 epochs for EAGLE and 2 for the other three (each epoch is five times longer than before).
-_FIRST = PROFILES["shipped"]
+# The recipe of the shipped weights (the CLI's default): the first recipe with five times the self-distilled
+# data (the first 38 batches of 48), 3 epochs for EAGLE and 2 for the other three (each epoch five times longer).
+_FIRST = PROFILES["first"]
 PROFILES["more-data"] = replace(
     _FIRST, name="more-data", gen_batch=48, gen_batches=38,
     eagle=replace(_FIRST.eagle, epochs=3, time_budget_s=40 * 60),
