@@ -40,13 +40,18 @@ class ModelDrafter(Drafter):
         for i in range(k):
             if i:
                 logits = self.runner.forward([ids[-1]])
-            q = probabilities(logits, context.warpers) if context.sampling else torch.softmax(logits, dim=-1)
-            token = sample(q[0], context.generator) if context.sampling else int(logits[0].argmax())
+            q, token = self.draw(logits, context)
             rows.append(q)
             ids.append(token)
             if context.stop_below is not None and float(q[0].max()) < context.stop_below:
                 break  # confidence schedule: the draft is unsure, let the target take over
         return Proposal(ids, torch.cat(rows))
+
+    def draw(self, logits: torch.Tensor, context: ProposalContext) -> tuple[torch.Tensor, int]:
+        """The q row [1, V] and the drafted id from the network's logits of one position [1, V]."""
+        q = probabilities(logits, context.warpers) if context.sampling else torch.softmax(logits, dim=-1)
+        token = sample(q[0], context.generator) if context.sampling else int(logits[0].argmax())
+        return q, token
 
     def rollback(self, keep: int) -> None:
         self.runner.rollback(min(self.runner.length, keep))

@@ -87,18 +87,10 @@ class DraftVocabModelDrafter(ModelDrafter):
         generation cannot take as an assistant (so bench has no transformers counterpart for it)."""
         return None
 
-    def propose(self, seq: list[int], k: int, context: ProposalContext) -> Proposal:
-        ids, rows = [], []
-        small = self.runner.forward(seq[self.runner.length:])[-1:]  # [1, Vd]; feed what the draft has not seen
-        for i in range(k):
-            if i:
-                small = self.runner.forward([ids[-1]])
-            q, token = draw(small, self.ids, self.vocab_limit, context)
-            rows.append(q)
-            ids.append(token[0])
-            if context.stop_below is not None and float(q[0].max()) < context.stop_below:
-                break
-        return Proposal(ids, torch.cat(rows))
+    def draw(self, logits: torch.Tensor, context: ProposalContext) -> tuple[torch.Tensor, int]:
+        """logits [1, Vd] over the draft vocabulary -> the q row [1, vocab_limit] and the drafted id."""
+        q, tokens = draw(logits, self.ids, self.vocab_limit, context)
+        return q, tokens[0]
 
 
 class _FeatureDrafter(Drafter):
