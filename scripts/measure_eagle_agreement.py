@@ -6,7 +6,8 @@ The target (SmolLM2-135M-Instruct, float32) answers each held-out prompt greedil
 then reads the target's true features and tokens (as in training, depth 0) and predicts each next-but-one
 token. Printed: the share of answer positions where its top-1 equals the target's token — the first
 draft position's acceptance in greedy decoding, without the engine around it (a gap between the two
-would mean a train/inference mismatch).
+would mean a train/inference mismatch) — then, per prompt kind, the share where the target's token is
+among the head's top 1..--top (what a tree draft of that width at the first position would accept).
 """
 from __future__ import annotations
 
@@ -21,13 +22,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from specdec.zoo.build import drafter_dir, load_eagle_head  # noqa: E402
 from specdec.zoo.data import chat_ids  # noqa: E402
-from specdec.zoo.heads import EagleHead, layer_forward, rope_tables  # noqa: E402
+from specdec.zoo.heads import EagleHead, rope_tables  # noqa: E402
 from specdec.zoo.pipeline import load_target_for_training  # noqa: E402
 from specdec.zoo.prompts import heldout_prompts  # noqa: E402
 
 
 @torch.inference_mode()
-def agreement(model, head: EagleHead, vocab: torch.Tensor, ids: list[int], new_tokens: int) -> float:
+def coverage(model, head: EagleHead, vocab: torch.Tensor, ids: list[int], new_tokens: int, top: int = 1):
+    """hits [top] (answer positions whose target token is among the head's first k + 1 choices), positions."""
     prompt = torch.tensor([ids])
     seq = model.generate(prompt, max_new_tokens=new_tokens, do_sample=False)[0]
     features = model.model(input_ids=seq[None]).last_hidden_state[0]  # [T, d]
@@ -35,10 +37,11 @@ def agreement(model, head: EagleHead, vocab: torch.Tensor, ids: list[int], new_t
     # row p = (feature p, token p + 1) -> the token at p + 2
     x = head.inputs(features[:-1], F.embedding(seq[1:], emb))[None]
     cos, sin = rope_tables(model.config, len(seq) - 1, torch.float32)
-    out = head.norm(layer_forward(head.layer, x, cos[None], sin[None]))[0]
-    drafted = vocab[F.linear(out, model.get_output_embeddings().weight[vocab]).argmax(-1)]
+    out = head.forward_sequences(x, cos[None], sin[None])[0]
+    choices = vocab[F.linear(out, model.get_output_embeddings().weight[vocab]).topk(top, -1).indices]  # [T - 1, top]
     answer = slice(len(ids) - 2, len(seq) - 2)
-    return float((drafted[:-1][answer] == seq[2:][answer]).float().mean())
+    hit = choices[:-1][answer] == seq[2:][answer, None]
+    return hit.cumsum(-1).clamp(max=1).sum(0), hit.shape[0]
 
 
 def main() -> None:
@@ -46,15 +49,20 @@ def main() -> None:
     parser.add_argument("--folder", default=str(drafter_dir("smollm2-135m-eagle")))
     parser.add_argument("--per-kind", type=int, default=2)
     parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--top", type=int, default=4, help="widest first-position choice list to count")
     args = parser.parse_args()
     torch.set_num_threads(2)
     model, tokenizer, _ = load_target_for_training()
     head, vocab = load_eagle_head(model.config, Path(args.folder))
     vocab = vocab.long()
     for kind, texts in heldout_prompts(args.per_kind).items():
+        hits, positions = torch.zeros(args.top), 0
         for text in texts:
-            share = agreement(model, head, vocab, chat_ids(tokenizer, text), args.new_tokens)
-            print(f"{kind:8s} first-draft agreement {share:.2f}  {text[:50]!r}", flush=True)
+            h, n = coverage(model, head, vocab, chat_ids(tokenizer, text), args.new_tokens, args.top)
+            hits, positions = hits + h, positions + n
+            print(f"{kind:8s} first-draft agreement {float(h[0]) / n:.2f}  {text[:50]!r}", flush=True)
+        shares = " / ".join(f"{float(x) / positions:.3f}" for x in hits)
+        print(f"{kind:8s} target token among the head's top 1..{args.top}: {shares}", flush=True)
 
 
 if __name__ == "__main__":

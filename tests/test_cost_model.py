@@ -213,6 +213,12 @@ def test_the_zoo_drafters_cost_what_each_runs_per_drafted_token():
     assert shapes["eagle"].network.layers == 1 and shapes["eagle"].network.extra_params == 2 * 576 * 576
 
 
+def test_an_eagle_head_of_two_layers_costs_two_layers_per_drafted_token():
+    meta = {"data": {"draft_vocab": 12288}, "layers": 2}
+    shape = cm.zoo_shape("two-layer-eagle", "eagle", meta, SMOLLM2)
+    assert shape.network.layers == 2 and shape.network.head_rows == 12288
+
+
 def test_auto_dtype_is_bfloat16_on_gpus_float16_on_the_t4_and_as_loaded_here():
     assert cm.choose_dtype("auto", preset("h100"), "lab-target") == "bfloat16"
     assert cm.choose_dtype("auto", preset("t4"), "lab-target") == "float16"

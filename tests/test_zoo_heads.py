@@ -21,7 +21,7 @@ from specdec.drafters.base import ProposalContext
 from specdec.loading import LoadedModel
 from specdec.sampling import build_warpers
 from specdec.zoo.drafters import DraftVocabModelDrafter, EagleDrafter, MedusaDrafter
-from specdec.zoo.heads import EagleHead, MedusaHeads, layer_forward, rope_tables
+from specdec.zoo.heads import EagleHead, MedusaHeads, rope_tables
 from stats import chi_square_p_value
 
 SAMPLES = 20_000
@@ -142,7 +142,7 @@ def test_eagle_runtime_chain_matches_the_training_forward():
         head = drafter.head
         x = head.inputs(feats[:-1], F.embedding(torch.tensor(ids[1:]), model.get_input_embeddings().weight))[None]
         cos, sin = rope_tables(model.config, n, torch.float32)
-        trained = F.linear(head.norm(layer_forward(head.layer, x, cos[None, : n - 1], sin[None, : n - 1]))[0],
+        trained = F.linear(head.forward_sequences(x, cos[None, : n - 1], sin[None, : n - 1])[0],
                            drafter.head_rows.weight).argmax(-1).tolist()
     ctx = ProposalContext(False, build_warpers(DecodeSettings()), None)
     fresh = []
@@ -211,28 +211,55 @@ def test_zoo_pipeline_builds_four_loadable_drafters_in_seconds(tmp_path):
     assert len(early.ids) < model.config.vocab_size
 
 
-def test_eagle_training_time_test_matches_drafting_on_its_own_features():
-    """Depth 1 of the unrolled training forward (row p: the head's own predicted feature of position
-    p + 1 with token p + 2, seeing true pairs 0..p) equals what the drafting cache computes."""
-    from specdec.zoo.heads import LayerCache, layer_forward_unrolled
+def test_zoo_pipeline_trains_saves_and_loads_a_two_layer_eagle_head(tmp_path):
+    from dataclasses import replace
+
+    from specdec.zoo import build
+    from specdec.zoo.pipeline import PROFILES, build_zoo
+
+    model = tiny_llama(128, seed=6, layers=3)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    tiny = PROFILES["tiny"]
+    profile = replace(tiny, eagle=replace(tiny.eagle, eagle_layers=2))
+    prompts = [("chat", "hello there"), ("code", "def f(x): return x"), ("rewrite", "make it short please")]
+    summary = build_zoo(model, CharTokenizer(), tmp_path / "out", tmp_path / "work", profile, seed=0, command="test",
+                        prompts=prompts, only=("smollm2-135m-eagle",), log=lambda s: None)
+    assert summary["drafters"]["smollm2-135m-eagle"]["layers"] == 2
+    target = loaded(model)
+    drafter = build.build_eagle(target, "g", "", tmp_path / "out" / "smollm2-135m-eagle")
+    assert len(drafter.head.layers) == 2
+    settings = DecodeSettings(max_new_tokens=12, k=3)
+    alone = Generation(target, None, [7, 8, 9], settings).result().token_ids
+    assert Generation(target, drafter, [7, 8, 9], settings).result().token_ids == alone
+
+
+@pytest.mark.parametrize("n_layers", [1, 2])
+def test_eagle_training_time_test_matches_drafting_on_its_own_features(n_layers):
+    """Depths 1 and 2 of the unrolled training forward (row p: the head's own predicted features of
+    positions p + 1, p + 2 with tokens p + 2, p + 3, seeing true pairs 0..p) equal what the drafting
+    cache computes, for a head of one or two decoder layers."""
+    from specdec.zoo.heads import LayerCache
 
     torch.manual_seed(7)
     model = tiny_llama(64, seed=8)
-    head = EagleHead(model.config).eval()
+    head = EagleHead(model.config, n_layers).eval()
     emb = model.get_input_embeddings().weight
     ids = [3, 17, 8, 40, 2, 9, 9, 31, 5]
     n = len(ids)
     with torch.no_grad():
         feats = model(torch.tensor([ids]), output_hidden_states=True).hidden_states[-1][0]
         x = head.inputs(feats[:-1], F.embedding(torch.tensor(ids[1:]), emb))[None]
-        cos, sin = rope_tables(model.config, n + 1, torch.float32)
-        out0, kv0 = layer_forward(head.layer, x, cos[None, : n - 1], sin[None, : n - 1], return_kv=True)
-        pred = head.norm(out0)
-        nxt = torch.tensor(ids[2:] + [0])[None]
-        x1 = head.inputs(pred, F.embedding(nxt, emb))
-        out1, _ = layer_forward_unrolled(head.layer, x1, (cos[None, 1:n], sin[None, 1:n]), kv0, [])
-        for p in range(n - 2):
-            cache = LayerCache([head.layer], model.config, 32, torch.float32)
+        cos, sin = rope_tables(model.config, n + 2, torch.float32)
+        pred0, kvs0 = head.forward_sequences(x, cos[None, : n - 1], sin[None, : n - 1], return_kv=True)
+        x1 = head.inputs(pred0, F.embedding(torch.tensor(ids[2:] + [0])[None], emb))
+        pred1, kvs1 = head.forward_unrolled(x1, (cos[None, 1:n], sin[None, 1:n]), kvs0, [[] for _ in kvs0])
+        x2 = head.inputs(pred1, F.embedding(torch.tensor(ids[3:] + [0, 0])[None], emb))
+        pred2, _ = head.forward_unrolled(x2, (cos[None, 2:n + 1], sin[None, 2:n + 1]), kvs0, [[kv] for kv in kvs1])
+        for p in range(n - 3):
+            cache = LayerCache(head.layers, model.config, 32, torch.float32)
             cache.forward(x[0, : p + 1])
-            step = cache.forward(head.inputs(pred[0, p : p + 1], F.embedding(torch.tensor([ids[p + 2]]), emb)))
-            assert torch.allclose(step[0], out1[0, p], atol=1e-4)
+            step1 = cache.forward(head.inputs(pred0[0, p : p + 1], F.embedding(torch.tensor([ids[p + 2]]), emb)))
+            step2 = cache.forward(head.inputs(step1, F.embedding(torch.tensor([ids[p + 3]]), emb)))
+            assert torch.allclose(step1[0], pred1[0, p], atol=1e-4)
+            assert torch.allclose(step2[0], pred2[0, p], atol=1e-4)

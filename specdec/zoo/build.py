@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .heads import EagleHead, MedusaHeads
+from .heads import EagleHead, MedusaHeads, load_eagle_state
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "drafters"
 TARGET = "smollm2-135m-instruct"
@@ -153,8 +153,8 @@ def build_medusa(target, name: str, description: str, folder: Path | None = None
 def load_eagle_head(config, folder: Path) -> tuple[EagleHead, torch.Tensor]:
     """The EAGLE head saved in folder (float32, eval mode) and its draft vocabulary (ids)."""
     tensors = load_tensors(folder)
-    head = EagleHead(config)
-    head.load_state_dict({k: v.float() for k, v in _prefixed(tensors, "head.").items()})
+    head = EagleHead(config, read_meta(folder).get("layers", 1))
+    head.load_state_dict({k: v.float() for k, v in load_eagle_state(_prefixed(tensors, "head.")).items()})
     return head.eval(), tensors["draft_vocab"]
 
 

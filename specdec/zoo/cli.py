@@ -14,8 +14,9 @@ def add_parser(sub) -> None:
     zoo = sub.add_parser("zoo", help="build the SmolLM2-135M drafter zoo (data, training, cards)")
     zoo.add_argument("--stage", default="all", choices=["all", "data", "train", "cards"],
                      help="all = data + train + cards; data shards in --work are reused when present")
-    zoo.add_argument("--profile", default="more-data", choices=["more-data", "first", "tiny"],
-                     help="more-data: the shipped weights' recipe; first: the first, smaller one; tiny: seconds")
+    zoo.add_argument("--profile", default="more-data", choices=["more-data", "first", "eagle-2-layers", "tiny"],
+                     help="more-data: the shipped weights' recipe; first: the first, smaller one; eagle-2-layers: "
+                          "an experiment (a two-layer EAGLE head on more-data's data); tiny: seconds")
     zoo.add_argument("--seed", type=int, default=0)
     zoo.add_argument("--out", default=None, help="folder for the drafters (default: assets/drafters)")
     zoo.add_argument("--work", default=None, help="data shards and logs (default: ~/.cache/specdec/zoo-work/<profile>)")
@@ -29,6 +30,8 @@ def command_line(args) -> str:
     parts = ["python -m specdec.train zoo", f"--stage {args.stage}", f"--profile {args.profile}", f"--seed {args.seed}"]
     if args.out:
         parts.append(f"--out {args.out}")
+    if args.work:
+        parts.append(f"--work {args.work}")
     if args.only:
         parts.append(f"--only {args.only}")
     command = " ".join(parts)

@@ -167,7 +167,7 @@ class EagleDrafter(_FeatureDrafter):
 
     def start(self, prompt_ids: list[int], max_length: int) -> None:
         super().start(prompt_ids, max_length)
-        self.cache = LayerCache([self.head.layer], self.head.config, max_length, self.dtype)
+        self.cache = LayerCache(self.head.layers, self.head.config, max_length, self.dtype)
         self.true_length = 0
         self.last_out = None  # head output at position true_length - 1
 

@@ -1,7 +1,7 @@
 """The trained parts of the zoo as torch modules, and a functional Llama decoder layer shared by
 training (whole sequences) and drafting (one sequence, a small static KV cache).
 
-  EagleHead    fc([feature; embedding of the next token]) -> one decoder layer -> RMSNorm -> feature;
+  EagleHead    fc([feature; embedding of the next token]) -> decoder layer(s) -> feature;
                the target's head rows of the draft vocabulary turn a feature into logits
   MedusaHeads  n residual blocks on the target's final-norm feature; head k predicts the token k + 1
                places after the one the feature predicts, through the same draft-vocabulary head rows
@@ -97,37 +97,62 @@ def layer_forward_unrolled(layer, hidden: torch.Tensor, cos_sin_by_depth, base_k
 
 
 class EagleHead(nn.Module):
-    """fc([feature; EMB_SCALE * token embedding]) -> one decoder layer -> predicted next feature (in the
+    """fc([feature; EMB_SCALE * token embedding]) -> n decoder layers -> predicted next feature (in the
     target's final-norm space, so the target's head reads it directly; `norm` is the identity).
     SmolLM2's final-norm features have RMS ~1.9 and its embeddings ~0.14: EMB_SCALE puts the two inputs
     on one scale, so the token is not drowned out at the start of training."""
 
     EMB_SCALE = 14.0
 
-    def __init__(self, config):
+    def __init__(self, config, n_layers: int = 1):
         super().__init__()
         d = config.hidden_size
         self.config = config
         self.fc = nn.Linear(2 * d, d, bias=False)
-        self.layer = LlamaDecoderLayer(config, layer_idx=0)
+        self.layers = nn.ModuleList(LlamaDecoderLayer(config, layer_idx=i) for i in range(n_layers))
         self.norm = nn.Identity()
 
     def init_identity(self, seed: int = 0) -> None:
         """Start as 'the next feature is this feature': fc passes the feature through (plus a little of
-        the embedding) and the layer's output projections are zero, so it adds nothing at first."""
+        the embedding) and the layers' output projections are zero, so they add nothing at first."""
         d = self.config.hidden_size
         g = torch.Generator().manual_seed(seed)
         with torch.no_grad():
-            for module in self.layer.modules():
-                if isinstance(module, nn.Linear):
-                    module.weight.copy_(torch.randn(module.weight.shape, generator=g) * 0.02)
-            self.layer.self_attn.o_proj.weight.zero_()
-            self.layer.mlp.down_proj.weight.zero_()
+            for layer in self.layers:
+                for module in layer.modules():
+                    if isinstance(module, nn.Linear):
+                        module.weight.copy_(torch.randn(module.weight.shape, generator=g) * 0.02)
+                layer.self_attn.o_proj.weight.zero_()
+                layer.mlp.down_proj.weight.zero_()
             self.fc.weight.copy_(torch.randn(self.fc.weight.shape, generator=g) * 0.02)
             self.fc.weight[:, :d] = torch.eye(d)
 
     def inputs(self, features: torch.Tensor, token_embeddings: torch.Tensor) -> torch.Tensor:
         return self.fc(torch.cat([features, token_embeddings * self.EMB_SCALE], dim=-1))
+
+    def forward_sequences(self, x: torch.Tensor, cos, sin, return_kv: bool = False):
+        """Training and teacher-forced use: inputs [B, T, d] -> predicted features [B, T, d] (and each
+        layer's (k, v), for the unrolled depths)."""
+        kvs = []
+        for layer in self.layers:
+            x, kv = layer_forward(layer, x, cos, sin, return_kv=True)
+            kvs.append(kv)
+        out = self.norm(x)
+        return (out, kvs) if return_kv else out
+
+    def forward_unrolled(self, x: torch.Tensor, cos_sin_by_depth, base_kvs, chain_kvs):
+        """Depth j > 0 of training-time test through every layer (layer_forward_unrolled); chain_kvs[i]
+        holds layer i's (k, v) of depths 1..j-1. Returns (predicted features, each layer's (k_j, v_j))."""
+        kvs = []
+        for layer, base, chain in zip(self.layers, base_kvs, chain_kvs):
+            x, kv = layer_forward_unrolled(layer, x, cos_sin_by_depth, base, chain)
+            kvs.append(kv)
+        return self.norm(x), kvs
+
+
+def load_eagle_state(state: dict) -> dict:
+    """Weights saved by a one-layer head (keys 'layer.*') under the current names ('layers.0.*')."""
+    return {("layers.0." + k[len("layer."):] if k.startswith("layer.") else k): v for k, v in state.items()}
 
 
 class ResBlock(nn.Module):

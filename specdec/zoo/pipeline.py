@@ -71,6 +71,12 @@ PROFILES["more-data"] = replace(
     medusa=replace(_FIRST.medusa, epochs=2, time_budget_s=30 * 60),
     early=replace(_FIRST.early, epochs=2, time_budget_s=35 * 60),
     draft=replace(_FIRST.draft, epochs=2, time_budget_s=50 * 60))
+# An experiment, not shipped: the shipped EAGLE recipe with two decoder layers in the head (docs/zoo.md,
+# "Compute and what fell short": no measurable gain in first-draft agreement). Train it on more-data's
+# shards: --work ~/.cache/specdec/zoo-work/more-data --only smollm2-135m-eagle --out <folder>.
+PROFILES["eagle-2-layers"] = replace(
+    PROFILES["more-data"], name="eagle-2-layers",
+    eagle=replace(PROFILES["more-data"].eagle, eagle_layers=2, time_budget_s=60 * 60))
 
 
 def prompt_length(record: dict, tokenizer) -> int:
@@ -161,7 +167,8 @@ def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, s
         head, record = train_eagle(model, batches, vocab, cfg, log=log)
         tensors = {f"head.{k}": v for k, v in head.state_dict().items()}
         tensors["draft_vocab"] = vocab.int()
-        save("smollm2-135m-eagle", tensors, {"family": "eagle", "init": "identity (fc passes the feature; the layer's output projections zero)"},
+        save("smollm2-135m-eagle", tensors, {"family": "eagle", "layers": cfg.eagle_layers,
+                                               "init": "identity (fc passes the feature; the layers' output projections zero)"},
              cfg, record)
     if "smollm2-135m-medusa" in only:
         cfg = replace(profile.medusa, seed=seed)

@@ -9,7 +9,7 @@ generated the data), through the target's own head rows of a reduced draft vocab
                the target's first L layers, then the target's final norm and head
   medusa       n residual blocks on the final-norm feature of position p; head k predicts the token
                k + 2 places on (the target's own head predicts the first)
-  eagle        fc([feature p; embedding of token p + 1]) -> decoder layer -> norm = predicted feature
+  eagle        fc([feature p; embedding of token p + 1]) -> decoder layer(s) -> predicted feature
                p + 1 -> head: token p + 2; trained with EAGLE-3's training-time test (the head reads its
                own predicted features for `ttt_depth` more steps) plus a small feature-regression loss
 """
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .heads import EagleHead, MedusaHeads, layer_forward, layer_forward_unrolled, rope_tables
+from .heads import EagleHead, MedusaHeads, layer_forward, rope_tables
 
 
 @dataclass
@@ -37,6 +37,7 @@ class TrainConfig:
     time_budget_s: float | None = None  # stop early (recorded) when exceeded
     max_steps: int | None = None  # when set, exactly this many steps (instead of epochs)
     ttt_depth: int = 2  # eagle: extra unrolled steps
+    eagle_layers: int = 1  # eagle: decoder layers in the head
     negatives: int | None = 1024  # sampled-softmax negatives per batch (None: the whole draft vocabulary)
     reg_weight: float = 0.1  # eagle: smooth-L1 feature regression weight
     medusa_heads: int = 4
@@ -236,7 +237,7 @@ def _rope(config, batch, n, shift: int = 0):
 def train_eagle(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainConfig, log=print):
     torch.manual_seed(cfg.seed)
     config = target_model.config
-    head = EagleHead(config).float()
+    head = EagleHead(config, cfg.eagle_layers).float()
     head.init_identity(cfg.seed)
     head.float().train()
     w_full = _frozen_head(target_model, vocab)
@@ -249,11 +250,9 @@ def train_eagle(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainC
         # depth 0: row p = (feature p, token p + 1) -> predicted feature p + 1 -> token p + 2
         x = head.inputs(f, F.embedding(ids[:, 1:], emb))
         cos, sin = _rope(config, f.shape[0], n)
-        layer = head.layer
-        out, (k0, v0) = layer_forward(layer, x, cos, sin, return_kv=True)
+        pred, base_kvs = head.forward_sequences(x, cos, sin, return_kv=True)
         total, agree_all, count_all = 0.0, 0, 0
-        chain = []
-        pred = head.norm(out)
+        chains = [[] for _ in head.layers]
         for depth in range(cfg.ttt_depth + 1):
             # row p predicts token p + 2 + depth, the teacher's target at position p + 1 + depth
             s = 1 + depth
@@ -279,9 +278,9 @@ def train_eagle(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainC
             nxt_tok[:, : n - s] = ids[:, 1 + s:]
             x = head.inputs(pred, F.embedding(nxt_tok, emb))
             cos_s, sin_s = rope_tables(config, n + s, torch.float32)
-            out, kv = layer_forward_unrolled(layer, x, (cos_s[None, s:], sin_s[None, s:]), (k0, v0), chain)
-            chain.append(kv)
-            pred = head.norm(out)
+            pred, kvs = head.forward_unrolled(x, (cos_s[None, s:], sin_s[None, s:]), base_kvs, chains)
+            for chain, kv in zip(chains, kvs):
+                chain.append(kv)
         return total, agree_all, count_all
 
     record = _loop(batches, cfg, trainer, fn, w_full)
