@@ -4,6 +4,7 @@ A runner owns one sequence's KV cache. The decoder only ever calls:
     prefill(ids)          -> logits of the last position, shape [V]
     forward(new_ids)      -> logits for each new position, shape [len(new_ids), V]
     rollback(length)      -> forget every cached position from `length` on
+and, for tree drafts (tree.py), forward_tree(root, ids, parents) then keep(start, rows).
 A runner made with keep_hidden=True also leaves `hidden`, the final-norm hidden states (the
 language-model head's input) of every position of its last call, shape [len(ids), d], for drafters
 that read the target's features (Medusa, EAGLE).
@@ -17,7 +18,9 @@ from typing import Protocol
 import torch
 from transformers import DynamicCache
 
-from .cache_compat import accepts_logits_to_keep, cache_argument_name, cache_bytes, crop_cache, crop_style
+from .cache_compat import (accepts_logits_to_keep, cache_argument_name, cache_bytes, cache_tensors, crop_cache,
+                           crop_style)
+from .tree import ancestor_mask, depths
 
 
 class ModelRunner(Protocol):
@@ -47,6 +50,7 @@ class TimedRunner:
         self.length = 0
         self.forward_calls = 0
         self.forward_time_s = 0.0
+        self._tree: list[int] | None = None  # parents of the nodes of a pending forward_tree
         self._sync = torch.cuda.synchronize if self.device.type == "cuda" else None
 
     def prefill(self, ids: list[int]) -> torch.Tensor | None:
@@ -55,6 +59,33 @@ class TimedRunner:
     def forward(self, ids: list[int]) -> torch.Tensor:
         self.forward_calls += 1
         return self._timed(ids, last_only=False)
+
+    def forward_tree(self, root: int, ids: list[int], parents: list[int]) -> torch.Tensor:
+        """Score a tree draft (tree.py) in one call: root then the N nodes, each at position length +
+        its depth, seeing the cache, its ancestors and itself -> logits [N + 1, V]. Follow with keep()."""
+        self.forward_calls += 1
+        self._tree = parents
+        try:
+            return self._timed([root] + ids, last_only=False)
+        finally:
+            self._tree = None
+
+    @torch.inference_mode()
+    def keep(self, start: int, rows: list[int]) -> None:
+        """After forward_tree at cache position `start`: keep only the given rows (ascending, root = 0) of
+        that call, moved to positions start, start + 1, ... (and their rows of `hidden`)."""
+        self._compact(start, rows)
+        self.length = start + len(rows)
+        if self.keep_hidden and self.hidden is not None:
+            self.hidden = self.hidden[rows]
+
+    def _tree_layout(self, start: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """For the pending forward_tree: positions [N + 1] and mask [N + 1, start + N + 1] (bool: may attend)."""
+        parents = self._tree
+        new = ancestor_mask(parents, self.device)
+        positions = start + torch.tensor([0] + depths(parents), device=self.device)
+        visible = torch.ones(new.shape[0], start, dtype=torch.bool, device=self.device)
+        return positions, torch.cat([visible, new], dim=1)
 
     def _timed(self, ids: list[int], last_only: bool) -> torch.Tensor:
         start = time.perf_counter()
@@ -86,10 +117,22 @@ class HFEagerRunner(TimedRunner):
     def kv_bytes(self) -> int:
         return cache_bytes(self.cache)
 
+    def _compact(self, start: int, rows: list[int]) -> None:
+        index = torch.tensor(rows, device=self.device) + start
+        for tensor in cache_tensors(self.cache):  # [1, kv_heads, length, head_dim]
+            tensor[:, :, start : start + len(rows)] = tensor[:, :, index]
+        self._crop_style = self._crop_style or crop_style(self.cache)
+        crop_cache(self.cache, self.length, start + len(rows), self._crop_style)
+
     @torch.inference_mode()
     def _call(self, ids: list[int], last_only: bool) -> torch.Tensor:
         input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
         kwargs = {self._cache_arg: self.cache, "use_cache": True}
+        if self._tree is not None:  # a 4D float mask is used as given (0: attend, dtype min: masked)
+            positions, mask = self._tree_layout(self.length)
+            dtype = next(self.model.parameters()).dtype
+            blocked = torch.zeros(mask.shape, dtype=dtype, device=self.device).masked_fill(~mask, torch.finfo(dtype).min)
+            kwargs.update(position_ids=positions[None], attention_mask=blocked[None, None])
         if self._trim_logits:
             kwargs["logits_to_keep"] = 1 if last_only else 0
         if not self.keep_hidden:

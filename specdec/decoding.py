@@ -14,7 +14,7 @@ import torch
 
 from .drafters.base import Drafter, Proposal, ProposalContext
 from .drafters.registry import as_drafter
-from .events import DecodeSettings, RunResult, StepEvent
+from .events import DecodeSettings, RunResult, StepEvent, TreeNode
 from .errors import InvalidSettingsError
 from .loading import LoadedModel
 from .metrics import measure_memory, start_memory_probe, summarize
@@ -22,6 +22,7 @@ from .prompting import check_context
 from .sampling import build_warpers, probabilities, validate
 from .schedules import make_schedule
 from .trace import build_event, final_token, top_tokens
+from .tree import greedy_path, shown_nodes
 from .verify import SampledVerifier, Verdict, verify_greedy, verify_sampled
 
 
@@ -63,6 +64,10 @@ class Generation:
         self.top_n = top_n
         self.eos_ids = () if ignore_eos else target.eos_token_ids
         self.schedule = make_schedule(settings.k_schedule, settings.k)
+        # a tree drafter drafts trees when greedy (tree.py); sampling needs a multi-candidate verifier, so it chains
+        self.drafts_tree = getattr(self.drafter, "tree_shape", None) is not None and not self.sampling
+        # target KV room beyond the run's own tokens: K drafts, or a tree's nodes
+        self.verify_slots = max(self.settings.k, self.drafter.tree_shape.nodes if self.drafts_tree else 0)
         self.context = ProposalContext(self.sampling, self.warpers, self.generator, self.schedule.stop_below)
         self.events: list[StepEvent] = []
         self.token_ids: list[int] = []
@@ -89,7 +94,7 @@ class Generation:
         if not self._done:
             for _ in self._steps:
                 pass
-        memory = measure_memory(self.target, self.drafter, self._target_runner, self._memory_probe, self.settings.k)
+        memory = measure_memory(self.target, self.drafter, self._target_runner, self._memory_probe, self.verify_slots)
         metrics = summarize(self.events, self.engine_time_s, self._target_runner, self.drafter, memory)
         return RunResult(
             prompt_ids=list(self.prompt_ids),
@@ -108,10 +113,11 @@ class Generation:
         self._memory_probe = start_memory_probe(self.target.device)  # before the run allocates its caches
         started = time.perf_counter()
         seq = list(self.prompt_ids)
-        max_length = len(seq) + self.settings.max_new_tokens + self.settings.k + 1
+        max_length = len(seq) + self.settings.max_new_tokens + self.verify_slots + 1
         reads_hidden = self.drafter is not None and self.drafter.reads_target_hidden
         target = self.target.new_runner(self.vocab_limit, max_length, keep_hidden=reads_hidden)
         self._target_runner = target
+        self.drafts_tree = self.drafts_tree and hasattr(target, "forward_tree")  # a runner without trees: chains
         prefill(target, self.drafter, seq, max_length)
         while True:
             remaining = self.settings.max_new_tokens - len(self.token_ids)
@@ -135,10 +141,14 @@ class Generation:
     @torch.inference_mode()
     def _step(self, index: int, k: int, seq: list[int], target, remaining: int) -> StepEvent:
         t0 = time.perf_counter()
-        proposal = self.drafter.propose(seq, k, self.context) if k > 0 else Proposal()
-        draft_ids, q = proposal.ids[:k], proposal.q
-        t1 = time.perf_counter()
-        logits = target.forward([seq[-1]] + draft_ids)  # [k+1, V]
+        tree: list[TreeNode] = []
+        if k > 0 and self.drafts_tree:
+            draft_ids, q, logits, tree, t1 = self._tree_draft_and_score(seq, k, target)
+        else:
+            proposal = self.drafter.propose(seq, k, self.context) if k > 0 else Proposal()
+            draft_ids, q = proposal.ids[:k], proposal.q
+            t1 = time.perf_counter()
+            logits = target.forward([seq[-1]] + draft_ids)  # [k+1, V]
         verdict, p, q = self._verify(draft_ids, logits, q)
         t2 = time.perf_counter()
         emitted, stop_reason = cut_at_stop(
@@ -156,10 +166,29 @@ class Generation:
             verdict=verdict, target_top=target_top, final=final, emitted=emitted, times=(t1 - t0, t2 - t1, 0.0),
             stop_reason=stop_reason, top_n=self.top_n,
         )
+        event.tree = tree
         self.schedule.update(len(draft_ids), min(verdict.num_accepted + 1, len(draft_ids)), verdict.num_accepted,
                              t1 - t0, t2 - t1)
         event.other_time_s = time.perf_counter() - t2
         return event
+
+    def _tree_draft_and_score(self, seq: list[int], k: int, target):
+        """A greedy tree step (tree.py) up to the chain it shows: draft a tree of depth k, score it in one
+        target forward, keep the accepted path's cache rows. Returns the shown draft ids, their q rows [n, V],
+        the target's logits rows [n + 1, V] for them (as a chain step would have), the tree's nodes
+        (events.TreeNode) and the time drafting ended."""
+        tree = self.drafter.propose_tree(seq, k)
+        drafted_at = time.perf_counter()
+        if not tree.ids:
+            return [], None, target.forward([seq[-1]]), [], drafted_at
+        logits = target.forward_tree(seq[-1], tree.ids, tree.parents)  # [N + 1, V]
+        path = greedy_path(tree.ids, tree.parents, logits.argmax(dim=-1).tolist())
+        target.keep(len(seq) - 1, [0] + [1 + node for node in path])
+        shown = shown_nodes(tree.parents, path)
+        rows = torch.tensor([0] + [1 + node for node in shown], device=logits.device)
+        nodes = [TreeNode(token, self.target.token_text(token), parent, i in path)
+                 for i, (token, parent) in enumerate(zip(tree.ids, tree.parents))]
+        return [tree.ids[i] for i in shown], tree.q_rows(shown), logits[rows], nodes, drafted_at
 
     def _verify(self, draft_ids: list[int], logits: torch.Tensor, q) -> tuple[Verdict, torch.Tensor, torch.Tensor]:
         """Returns the verdict and the p, q rows to trace (greedy: softmax of the raw logits)."""

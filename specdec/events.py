@@ -80,6 +80,16 @@ class FinalToken:
 
 
 @dataclass
+class TreeNode:
+    """One node of a tree step's draft (tree.py), in the tree's order: parents before children."""
+
+    token_id: int
+    text: str
+    parent: int  # index of the parent node, -1 for the root (the last emitted token)
+    kept: bool  # on the accepted path
+
+
+@dataclass
 class StepEvent:
     """One draft-then-verify step (or one baseline step: k == 0, no draft)."""
 
@@ -97,6 +107,12 @@ class StepEvent:
     finished: bool = False
     stop_reason: Optional[StopReason] = None
     k_planned: int = 0  # the K the schedule asked for this step (k may be smaller)
+    tree: list[TreeNode] = field(default_factory=list)  # a tree step (tree.py): every node; `drafted` is the chain shown
+
+    @property
+    def tree_nodes(self) -> int:
+        """Tokens the target scored beyond the root in a tree step (0: a chain step)."""
+        return len(self.tree)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -119,8 +135,9 @@ class MemoryReport:
       draft KV cache      draft_kv_bytes: the drafter's own per-sequence state (Drafter.state_bytes): a draft
                           model's KV cache, the EAGLE head's cache, Medusa's last feature; prompt lookup: 0
       verification slots  verify_kv_bytes: the target KV room that verifying K drafts + 1 needs beyond the
-                          run's own tokens, K x the target's KV bytes per position (from its config; 0 for a
-                          target-only run; None when the config does not give the cache's shape)
+                          run's own tokens, K x the target's KV bytes per position (a tree drafter's: N nodes
+                          when N > K; from its config; 0 for a target-only run; None when the config does not
+                          give the cache's shape)
       extra memory        extra_bytes = draft weights + draft KV cache + verification slots: what speculative
                           decoding adds to decoding with the target alone
     Measured, where counting cannot reach (activations, allocator overheads):

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from transformers.models.llama.modeling_llama import apply_rotary_pos_emb, repeat_kv
+from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 from .backend import TimedRunner
 from .fp16_weights import linear, linear_weights
@@ -63,15 +63,24 @@ class StaticLlamaRunner(TimedRunner):
     def kv_bytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.keys + self.values)
 
+    def _compact(self, start: int, rows: list[int]) -> None:
+        index = torch.tensor(rows, device=self.device) + start
+        for tensor in self.keys + self.values:  # [1, kv_heads, max_length, head_dim]
+            tensor[:, :, start : start + len(rows)] = tensor[:, :, index]
+
     @torch.inference_mode()
     def _call(self, ids: list[int], last_only: bool) -> torch.Tensor:
         n, start = len(ids), self.length
         if start + n > self.max_length:
             raise RuntimeError(f"static cache of {self.max_length} positions is full")
         hidden = F.embedding(torch.tensor([ids], device=self.device), self.embedding)  # [1, n, d]
-        cos, sin = self.cos[:, start : start + n], self.sin[:, start : start + n]  # [1, n, head_dim]
-        mask = None
-        if n > 1:  # new token i sees every cached position and new tokens 0..i
+        if self._tree is not None:
+            positions, mask = self._tree_layout(start)
+            cos, sin = self.cos[:, positions], self.sin[:, positions]
+        else:
+            cos, sin = self.cos[:, start : start + n], self.sin[:, start : start + n]  # [1, n, head_dim]
+            mask = None
+        if mask is None and n > 1:  # new token i sees every cached position and new tokens 0..i
             mask = torch.ones(n, start + n, dtype=torch.bool, device=self.device).tril(diagonal=start)
         for index, w in enumerate(self.layers):
             hidden = hidden + self._attend(w, rms_norm(hidden, *w.input_norm), index, start, n, cos, sin, mask)
@@ -91,9 +100,10 @@ class StaticLlamaRunner(TimedRunner):
         q, k = apply_rotary_pos_emb(q, k, cos, sin)
         self.keys[index][:, :, start : start + n] = k
         self.values[index][:, :, start : start + n] = v
-        keys = repeat_kv(self.keys[index][:, :, : start + n], self.groups)
-        values = repeat_kv(self.values[index][:, :, : start + n], self.groups)
-        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=self.scaling)  # [1, h, n, hd]
+        keys, values = self.keys[index][:, :, : start + n], self.values[index][:, :, : start + n]
+        # enable_gqa: query head h reads kv head h // groups in place (repeat_kv's copy cost ~25% of a step here)
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=self.scaling,
+                                             enable_gqa=self.groups > 1)  # [1, h, n, hd]
         out = out.transpose(1, 2).reshape(1, n, -1)
         return linear(out, w.o)
 

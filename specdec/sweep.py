@@ -59,6 +59,7 @@ class SweepRow:
     theory_measured: Optional[float] = None  # E / (K·c + v_fit(K))
     theory_best_k: Optional[int] = None  # the textbook form's best K
     best_measured: bool = False
+    tree: bool = False  # its runs drafted trees (tree.py), which the chain theory does not describe
     # memory, in MemoryReport's terms (specdec/events.py), of the point's latest speculative run:
     draft_param_bytes: Optional[int] = None
     draft_kv_bytes: Optional[int] = None
@@ -139,7 +140,8 @@ def make_row(point: SweepPoint, measurement: Measurement) -> SweepRow:
         tokens_per_forward=metrics.mean_tokens_per_target_forward if metrics else None,
         tokens_per_s=est.lead_tokens_per_s, baseline_tokens_per_s=est.follow_tokens_per_s,
         speedup=est.ratio, speedup_low=est.low, speedup_high=est.high, repeats=est.repeats,
-        proposal_share=costs.proposal_share if costs else None, c=c, v=v, **memory_fields(measurement))
+        proposal_share=costs.proposal_share if costs else None, c=c, v=v,
+        tree=spec is not None and any(e.tree_nodes for e in spec.events), **memory_fields(measurement))
 
 
 MEMORY_FIELDS = ("draft_param_bytes", "draft_kv_bytes", "target_kv_bytes", "verify_kv_bytes", "extra_bytes",
@@ -248,8 +250,10 @@ def add_theory(rows: list[SweepRow], k_max: int = 16) -> list[SweepRow]:
 
 
 def theory_applies(row: SweepRow) -> bool:
-    """The i.i.d. theory at K describes runs that draft K tokens (almost) every step: constant K only."""
-    return row.schedule == CONSTANT and (row.proposal_share is None or row.proposal_share >= THEORY_MIN_SHARE)
+    """The i.i.d. theory at K describes runs that draft a chain of K tokens (almost) every step: constant K
+    only, and no tree drafts."""
+    return row.schedule == CONSTANT and not row.tree and (
+        row.proposal_share is None or row.proposal_share >= THEORY_MIN_SHARE)
 
 
 @dataclass(frozen=True)

@@ -148,3 +148,11 @@ def test_without_the_schedules_input_the_sweep_uses_the_sidebars_schedule():
 def test_a_sweep_with_no_schedule_picked_shows_an_error():
     updates = list(sweep(Lab(FakeEngine()), Session(), **SWEEP, schedules=[]))
     assert "Pick at least one K schedule" in updates[-1]["error"]
+
+
+def test_the_chain_theory_is_not_drawn_for_tree_drafts():
+    rows = rows_for(ks=(1, 2), schedules=("constant",))
+    assert all(r.theory_textbook is not None for r in rows)
+    for r in rows:
+        r.tree = True
+    assert all(r.theory_textbook is None and r.theory_measured is None for r in add_theory(rows))

@@ -135,10 +135,38 @@ def narrate_step(event) -> str:
     if event.k == 0:
         return f'<div class="explain"><b>Step {event.index}</b>: target-only, one forward, one token.</div>'
     drafted = ", ".join(f"'{escape(_show(d.text))}'" for d in event.drafted)
-    parts = [f"<b>Step {event.index}</b>: the draft proposed K = {event.k} tokens ({drafted}); "
-             f"the target verified them in one forward and accepted <b>{event.num_accepted}</b>."]
+    if event.tree_nodes:
+        parts = [f"<b>Step {event.index}</b>: the drafter proposed a tree of {event.tree_nodes} tokens; the target "
+                 f"scored every node in one forward and kept the branch that matches its own choices: "
+                 f"<b>{event.num_accepted}</b> accepted. In the output: that branch ({drafted}), ending in the "
+                 f"rejected token where one was drafted.{tree_html(event)}"]
+    else:
+        parts = [f"<b>Step {event.index}</b>: the draft proposed K = {event.k} tokens ({drafted}); "
+                 f"the target verified them in one forward and accepted <b>{event.num_accepted}</b>."]
     if event.final is not None:
         parts.append(_explain_final(event, event.final))
     if event.finished:
         parts.append(f"The run stopped here ({escape(event.stop_reason or 'finished')}).")
     return f'<div class="explain">{" ".join(parts)}</div>'
+
+
+def tree_fates(event) -> list[str]:
+    """Per node of a tree step: "accepted" (the kept branch), "rejected" (the shown rejected token, the best
+    child of the branch's last node) or "unchecked" (other branches, scored but never on the kept path)."""
+    kept = [i for i, node in enumerate(event.tree) if node.kept]
+    last = kept[-1] if kept else -1
+    rejected = next((i for i, node in enumerate(event.tree) if node.parent == last), None)
+    return ["accepted" if node.kept else "rejected" if i == rejected else "unchecked"
+            for i, node in enumerate(event.tree)]
+
+
+def tree_html(event) -> str:
+    """A tree step's draft as nested lists, each token coloured by its fate (tree_fates)."""
+    fates = tree_fates(event)
+
+    def children(parent: int) -> str:
+        items = [f'<li><span class="tok tok-{fates[i]}" title="{fates[i]}">{escape(_show(node.text))}</span>'
+                 f"{children(i)}</li>" for i, node in enumerate(event.tree) if node.parent == parent]
+        return f'<ul class="draft-tree">{"".join(items)}</ul>' if items else ""
+
+    return children(-1)

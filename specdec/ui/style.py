@@ -15,6 +15,7 @@ CSS = """
   border: 1px dashed #D55E00; color: #A34400; }
 .tok-unchecked { background: transparent; opacity: .55; text-decoration: line-through #D55E00 1px;
   border: 1px dotted #D55E00; }
+.draft-tree { margin: .1em 0 .1em .6em; padding-left: .9em; border-left: 1px dotted #999; list-style: none; }
 .tok-resampled { background: rgba(230,159,0,.25); text-decoration: underline double #B07800 3px;
   text-underline-offset: 3px; }
 .tok-bonus { background: rgba(0,114,178,.18); outline: 1px dotted #0072B2;

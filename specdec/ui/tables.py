@@ -10,7 +10,7 @@ import pandas as pd
 from specdec.theory import measured_alpha
 
 STEP_COLUMNS = ["step", "K", "drafted", "accepted", "final", "final kind", "emitted",
-                "draft ms", "verify ms", "other ms"]
+                "draft ms", "verify ms", "other ms", "tree nodes"]
 
 
 def empty_table(columns) -> pd.DataFrame:
@@ -35,6 +35,7 @@ def steps_dataframe(events) -> pd.DataFrame:
         "draft ms": round(e.draft_time_s * 1e3, 2),
         "verify ms": round(e.verify_time_s * 1e3, 2),
         "other ms": round(e.other_time_s * 1e3, 2),
+        "tree nodes": e.tree_nodes or None,  # a tree step: nodes the target scored ("drafted": the branch shown)
     } for e in events]
     return pd.DataFrame(rows, columns=STEP_COLUMNS)
 

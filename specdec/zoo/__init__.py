@@ -12,6 +12,7 @@ specdec.drafters.registry (the registry imports it lazily).
 from __future__ import annotations
 
 from ..drafters.registry import DrafterSpec, register
+from ..tree import TreeShape
 from .build import TARGET, build_draft_model, build_eagle, build_early_exit, build_medusa, drafter_dir
 
 DESCRIPTIONS = {
@@ -31,6 +32,11 @@ FAMILIES = {
     "smollm2-135m-eagle": "eagle",
 }
 NAMES = tuple(DESCRIPTIONS)
+EAGLE, EAGLE_TREE = "smollm2-135m-eagle", "smollm2-135m-eagle-tree"
+TREE_SHAPE = TreeShape(top=3, beam=3, nodes=8)
+TREE_DESCRIPTION = (f"EAGLE-2 tree: the same head drafts a tree of {TREE_SHAPE.nodes} tokens (the {TREE_SHAPE.top} likeliest "
+                    f"children of the {TREE_SHAPE.beam} likeliest nodes per level), verified in one target forward; "
+                    "greedy only (T > 0 drafts a chain)")
 
 
 def available(name: str) -> bool:
@@ -60,3 +66,17 @@ for _name in NAMES:
     if available(_name):
         register(DrafterSpec(name=_name, family=FAMILIES[_name], description=DESCRIPTIONS[_name],
                              build=_builder(_name), targets=(TARGET,)))
+
+
+def _tree_builder(name: str):
+    def build(target, load_model=None):
+        drafter = build_eagle(target, name, TREE_DESCRIPTION, drafter_dir(EAGLE))
+        drafter.tree_shape = TREE_SHAPE
+        return drafter
+
+    return build
+
+
+if available(EAGLE):
+    register(DrafterSpec(name=EAGLE_TREE, family="eagle", description=TREE_DESCRIPTION, build=_tree_builder(EAGLE_TREE),
+                         targets=(TARGET,)))

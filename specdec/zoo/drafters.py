@@ -19,6 +19,7 @@ from ..drafters.base import Drafter, Proposal, ProposalContext
 from ..drafters.model import ModelDrafter
 from ..fp16_weights import linear, linear_weights, weight_bytes
 from ..sampling import probabilities, sample
+from ..tree import MAX_TREE_DEPTH, GrowingTree, TreeProposal, TreeShape
 from .heads import EagleHead, LayerCache, MedusaHeads, param_bytes
 
 
@@ -158,16 +159,18 @@ class EagleDrafter(_FeatureDrafter):
     family = "eagle"
 
     def __init__(self, target, vocab_limit: int, head: EagleHead, draft_vocab: torch.Tensor, name: str,
-                 description: str):
+                 description: str, tree_shape: TreeShape | None = None):
         super().__init__(target, vocab_limit, draft_vocab, name, description)
         self.head = head.to(self.dtype).eval()
+        self.tree_shape = tree_shape  # None: chain drafts only
         self.embedding = target.model.get_input_embeddings().weight
         self.cache = None
         self.true_length = 0  # head-cache positions computed from true features
 
     def start(self, prompt_ids: list[int], max_length: int) -> None:
         super().start(prompt_ids, max_length)
-        self.cache = LayerCache(self.head.layers, self.head.config, max_length, self.dtype)
+        tree_slots = self.tree_shape.beam * MAX_TREE_DEPTH if self.tree_shape is not None else 0
+        self.cache = LayerCache(self.head.layers, self.head.config, max_length + tree_slots, self.dtype)
         self.true_length = 0
         self.last_out = None  # head output at position true_length - 1
 
@@ -176,8 +179,9 @@ class EagleDrafter(_FeatureDrafter):
         if len(self.features) < self.true_length:
             self.true_length, self.last_out = 0, None  # recompute from the start (not reached through the decoder)
 
-    @torch.inference_mode()
-    def _chain(self, seq: list[int], k: int, context: ProposalContext):
+    def _catch_up(self, seq: list[int]) -> torch.Tensor:
+        """Run the head over the true (feature, token) pairs it has not read; its output at position
+        len(seq) - 2, [1, d], which predicts the feature (and so the token) at len(seq) - 1."""
         n = len(seq)
         # head position p holds the pair (feature p, token p + 1); true pairs exist for p <= n - 2
         if self.true_length > n - 1:  # (not reached through the decoder) forget what seq does not confirm
@@ -189,7 +193,11 @@ class EagleDrafter(_FeatureDrafter):
             toks = torch.tensor([seq[p + 1] for p in new])
             self.last_out = self.cache.forward(self.head.inputs(feats, F.embedding(toks, self.embedding)))[-1:]
             self.true_length = n - 1
-        out = self.last_out
+        return self.last_out
+
+    @torch.inference_mode()
+    def _chain(self, seq: list[int], k: int, context: ProposalContext):
+        out = self._catch_up(seq)
         ids, rows = [], []
         for i in range(k):
             feature = self.head.norm(out)  # predicted feature of position n - 1 + i
@@ -208,6 +216,35 @@ class EagleDrafter(_FeatureDrafter):
             return Proposal()
         ids, q = self._timed(self._chain, seq, k, context)
         return Proposal(ids, q)
+
+    def propose_tree(self, seq: list[int], depth: int) -> TreeProposal:
+        """A greedy tree draft of min(depth, MAX_TREE_DEPTH) levels and at most self.tree_shape.nodes nodes."""
+        depth = min(depth, MAX_TREE_DEPTH)
+        if depth <= 0 or len(self.features) < len(seq) - 1:
+            return TreeProposal([], [], lambda nodes: None)
+        return self._timed(self._tree, seq, depth)
+
+    @torch.inference_mode()
+    def _tree(self, seq: list[int], depth: int) -> TreeProposal:
+        """EAGLE-2's dynamic tree: each level runs the head over the `beam` likeliest nodes (cumulative draft
+        log-probability) and drafts their `top` likeliest children; the `nodes` likeliest of all are kept."""
+        shape, vocab = self.tree_shape, self.head_rows.ids
+        root_out = self._catch_up(seq)  # [1, d]
+        base = self.cache.length  # slots of true (feature, token) pairs; the tree's come after them
+        tree, level, features = GrowingTree(), [-1], self.head.norm(root_out)  # features: [len(level), d]
+        for d in range(1, depth + 1):
+            logp = torch.log_softmax(linear(features, linear_weights(self.head_rows.module)).float(), dim=-1)
+            children = tree.add_children(level, logp, vocab, shape.top)
+            if d == depth:
+                break
+            level = tree.likeliest(children, shape.beam)
+            mask = tree.visibility(level, self.cache.length, base)
+            x = self.head.inputs(torch.stack([features[tree.parent_row[i]] for i in level]),
+                                 F.embedding(torch.tensor([tree.ids[i] for i in level]), self.embedding))
+            # a node of depth d holds (feature of its parent, its token) at position len(seq) - 2 + d
+            features = self.head.norm(self.cache.forward(x, positions=[len(seq) - 2 + d] * len(level), mask=mask))
+        self.cache.length = base  # forget the tree's slots: the next step catches up from true features
+        return tree.proposal(shape.nodes, vocab, self.vocab_limit)
 
     def param_bytes(self) -> int:
         return param_bytes(self.head) + self.head_rows.bytes()

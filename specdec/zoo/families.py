@@ -13,6 +13,8 @@ DIAGRAMS = {
     "smollm2-135m-eagle": "[h_t ; embedding of x_t+1] ──▶ 1 decoder layer ──▶ predicted h_t+1 ──▶ target head rows ──▶ x̂, "
                           "then [predicted h ; x̂] ──▶ … (K times)",
 }
+TREE_DIAGRAM = ("the EAGLE head's top {top} children of its {beam} likeliest nodes per level ──▶ a tree of {nodes} tokens "
+                "──▶ one target forward (each node sees only its ancestors) ──▶ the branch that matches the target's choices")
 PROMPT_LOOKUP = ("**Prompt lookup** (`prompt-lookup`, no weights): finds the last few generated tokens earlier in the "
                  "prompt and proposes what followed them there.\n\n"
                  "`last n-gram ──▶ match in prompt + output so far ──▶ the K tokens after the match (or none)`\n\n"
@@ -45,6 +47,13 @@ def families_markdown(folder: Path | None = None) -> str:
             measured = "Not measured here (no model card)."
         parts += ["", f"**{description.split(':')[0]}** (`{name}`): {description.split(': ', 1)[-1]}.", "",
                   f"`{DIAGRAMS[name]}`", "", measured]
+    from . import EAGLE_TREE, TREE_DESCRIPTION, TREE_SHAPE
+
+    diagram = TREE_DIAGRAM.format(top=TREE_SHAPE.top, beam=TREE_SHAPE.beam, nodes=TREE_SHAPE.nodes)
+    parts += ["", f"**EAGLE-2 tree** (`{EAGLE_TREE}`): {TREE_DESCRIPTION.split(': ', 1)[-1]}.", "", f"`{diagram}`",
+              "", "More candidates per target forward (the target's token is often the head's second or third "
+              "choice); each extra node is one more row for the target to score, which a GPU hides and this CPU "
+              "does not. docs/zoo.md, \"EAGLE-2 tree\", has the measurements."]
     parts += ["", "Speedups are single timed runs per prompt on this project's 2-core CPU (about ±0.1); each card "
               "(assets/drafters/<name>/README.md) and docs/zoo.md give the whole table and the recipe."]
     return "\n".join(parts)

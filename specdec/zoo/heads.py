@@ -196,23 +196,28 @@ class LayerCache:
         return sum(t.numel() * t.element_size() for t in self.keys + self.values)
 
     @torch.inference_mode()
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        """hidden [n, d] for positions length .. length+n-1 -> outputs [n, d]; appends to the cache."""
+    def forward(self, hidden: torch.Tensor, positions: list[int] | None = None,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
+        """hidden [n, d] into cache slots length .. length+n-1 -> outputs [n, d]; appends to the cache.
+        A chain by default (slot = rotary position, causal); a tree draft passes positions [n] (rotary
+        positions) and mask [n, length + n] (bool: the slots each new slot sees, its ancestors')."""
         n, start = hidden.shape[0], self.length
         if start + n > self.max_length:
             raise RuntimeError("drafter cache is full")
         hidden = hidden[None]
-        cos, sin = self.cos[None, start:start + n], self.sin[None, start:start + n]
-        mask = None
-        if n > 1:
+        if positions is None:
+            cos, sin = self.cos[None, start:start + n], self.sin[None, start:start + n]
+        else:
+            cos, sin = self.cos[None, positions], self.sin[None, positions]
+        if mask is None and n > 1:
             mask = torch.ones(n, start + n, dtype=torch.bool).tril(diagonal=start)
         for i, layer in enumerate(self.layers):
             q, k, v = _project(layer, layer.input_layernorm(hidden), cos, sin)
             self.keys[i][:, :, start:start + n] = k
             self.values[i][:, :, start:start + n] = v
-            keys = _expand_kv(self.keys[i][:, :, :start + n], self.groups)
-            values = _expand_kv(self.values[i][:, :, :start + n], self.groups)
-            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=layer.self_attn.scaling)
+            keys, values = self.keys[i][:, :, :start + n], self.values[i][:, :, :start + n]
+            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=layer.self_attn.scaling,
+                                                 enable_gqa=self.groups > 1)
             out = out.transpose(1, 2).reshape(1, n, -1)
             hidden = _mlp(layer, hidden + layer.self_attn.o_proj(out))
         self.length += n
