@@ -124,7 +124,6 @@ def ancestor_mask(parents: list[int], device=None) -> torch.Tensor:
     n = len(parents)
     mask = torch.zeros(n + 1, n + 1, dtype=torch.bool)
     mask[:, 0] = True
-    mask[0, 0] = True
     for node, parent in enumerate(parents):
         row = node + 1
         if parent >= 0:

@@ -155,8 +155,11 @@ def test_a_tree_step_is_narrated_with_every_node_coloured_by_its_fate(model):
     events = Generation(model, tree_eagle(model), [5, 9, 11], DecodeSettings(max_new_tokens=12, k=3)).result().events
     event = events[0]
     fates = tree_fates(event)
-    assert fates.count("accepted") == event.num_accepted and fates.count("rejected") <= 1
-    assert len(fates) == event.tree_nodes and "unchecked" in fates
+    assert fates.count("accepted") == event.num_accepted and len(fates) == event.tree_nodes
+    compared = {-1} | {i for i, fate in enumerate(fates) if fate == "accepted"}
+    for node, fate in zip(event.tree, fates):
+        assert (fate == "unchecked") == (node.parent not in compared)
+    assert "rejected" in fates and "unchecked" in fates
     html = narrate_step(event)
     assert f"a tree of {event.tree_nodes} tokens" in html and html.count("<li>") == event.tree_nodes
     assert steps_dataframe(events)["tree nodes"].iloc[0] == event.tree_nodes

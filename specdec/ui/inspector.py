@@ -138,8 +138,8 @@ def narrate_step(event) -> str:
     if event.tree_nodes:
         parts = [f"<b>Step {event.index}</b>: the drafter proposed a tree of {event.tree_nodes} tokens; the target "
                  f"scored every node in one forward and kept the branch that matches its own choices: "
-                 f"<b>{event.num_accepted}</b> accepted. In the output: that branch ({drafted}), ending in the "
-                 f"rejected token where one was drafted.{tree_html(event)}"]
+                 f"<b>{event.num_accepted}</b> accepted. In the output: that branch ({drafted}), ending in its "
+                 f"likeliest rejected token where one was drafted.{tree_html(event)}"]
     else:
         parts = [f"<b>Step {event.index}</b>: the draft proposed K = {event.k} tokens ({drafted}); "
                  f"the target verified them in one forward and accepted <b>{event.num_accepted}</b>."]
@@ -151,12 +151,10 @@ def narrate_step(event) -> str:
 
 
 def tree_fates(event) -> list[str]:
-    """Per node of a tree step: "accepted" (the kept branch), "rejected" (the shown rejected token, the best
-    child of the branch's last node) or "unchecked" (other branches, scored but never on the kept path)."""
-    kept = [i for i, node in enumerate(event.tree) if node.kept]
-    last = kept[-1] if kept else -1
-    rejected = next((i for i, node in enumerate(event.tree) if node.parent == last), None)
-    return ["accepted" if node.kept else "rejected" if i == rejected else "unchecked"
+    """Per node of a tree step: "accepted" (on the kept branch), "rejected" (a child of the root or of a kept
+    node that is not the target's choice there) or "unchecked" (below a rejected node: never compared)."""
+    kept = {i for i, node in enumerate(event.tree) if node.kept}
+    return ["accepted" if i in kept else "rejected" if node.parent < 0 or node.parent in kept else "unchecked"
             for i, node in enumerate(event.tree)]
 
 
