@@ -19,7 +19,7 @@ from ..drafters.base import Drafter, Proposal, ProposalContext
 from ..drafters.model import ModelDrafter
 from ..fp16_weights import linear, linear_weights, weight_bytes
 from ..sampling import probabilities, sample
-from ..tree import MAX_TREE_DEPTH, GrowingTree, TreeProposal, TreeShape
+from ..tree import MAX_TREE_DEPTH, GrowingTree, TreeProposal
 from .heads import EagleHead, LayerCache, MedusaHeads, param_bytes
 
 
@@ -67,10 +67,13 @@ class _HeadRows:
     def bytes(self) -> int:
         return weight_bytes(self.module)
 
+    def logits(self, features: torch.Tensor) -> torch.Tensor:
+        """Draft-vocabulary logits [n, Vd] of features [n, d]."""
+        return linear(features, linear_weights(self.module))
+
     def rows(self, features: torch.Tensor, context: ProposalContext) -> tuple[torch.Tensor, list[int]]:
         """q rows [n, vocab_limit] and the drafted ids."""
-        small = linear(features, linear_weights(self.module))  # [n, Vd]
-        return draw(small, self.ids, self.vocab_limit, context)
+        return draw(self.logits(features), self.ids, self.vocab_limit, context)
 
 
 class DraftVocabModelDrafter(ModelDrafter):
@@ -159,10 +162,9 @@ class EagleDrafter(_FeatureDrafter):
     family = "eagle"
 
     def __init__(self, target, vocab_limit: int, head: EagleHead, draft_vocab: torch.Tensor, name: str,
-                 description: str, tree_shape: TreeShape | None = None):
+                 description: str):
         super().__init__(target, vocab_limit, draft_vocab, name, description)
         self.head = head.to(self.dtype).eval()
-        self.tree_shape = tree_shape  # None: chain drafts only
         self.embedding = target.model.get_input_embeddings().weight
         self.cache = None
         self.true_length = 0  # head-cache positions computed from true features
@@ -233,7 +235,7 @@ class EagleDrafter(_FeatureDrafter):
         base = self.cache.length  # slots of true (feature, token) pairs; the tree's come after them
         tree, level, features = GrowingTree(), [-1], self.head.norm(root_out)  # features: [len(level), d]
         for d in range(1, depth + 1):
-            logp = torch.log_softmax(linear(features, linear_weights(self.head_rows.module)).float(), dim=-1)
+            logp = torch.log_softmax(self.head_rows.logits(features).float(), dim=-1)
             children = tree.add_children(level, logp, vocab, shape.top)
             if d == depth:
                 break
