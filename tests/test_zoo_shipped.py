@@ -11,6 +11,7 @@ import pytest
 
 from specdec import DecodeSettings
 from specdec.decoding import generate
+from specdec.zoo import TREES
 
 NAMES = ("smollm2-135m-draft", "smollm2-135m-early-exit", "smollm2-135m-medusa", "smollm2-135m-eagle")
 PROMPT = "Explain why the sky is blue in two sentences."
@@ -54,7 +55,7 @@ def drafter(name, target):
     return load_drafter(name, target)
 
 
-@pytest.mark.parametrize("name", NAMES + ("smollm2-135m-eagle-tree",))
+@pytest.mark.parametrize("name", NAMES + tuple(TREES))
 def test_shipped_drafter_greedy_output_is_the_target_alone(name, target, prompt_ids, alone):
     result = generate(target, drafter(name, target), prompt_ids, SETTINGS)
     assert result.token_ids == alone

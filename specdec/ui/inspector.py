@@ -159,12 +159,20 @@ def tree_fates(event) -> list[str]:
 
 
 def tree_html(event) -> str:
-    """A tree step's draft as nested lists, each token coloured by its fate (tree_fates)."""
+    """A tree step's draft as nested lists, each token coloured by its fate (tree_fates); siblings without
+    children of their own share one line, so a wide tree (60 nodes) stays a few lines tall."""
     fates = tree_fates(event)
+    parents = {node.parent for node in event.tree}
+
+    def token(i: int) -> str:
+        return f'<span class="tok tok-{fates[i]}" title="{fates[i]}">{escape(_show(event.tree[i].text))}</span>'
 
     def children(parent: int) -> str:
-        items = [f'<li><span class="tok tok-{fates[i]}" title="{fates[i]}">{escape(_show(node.text))}</span>'
-                 f"{children(i)}</li>" for i, node in enumerate(event.tree) if node.parent == parent]
+        kids = [i for i, node in enumerate(event.tree) if node.parent == parent]
+        leaves = [i for i in kids if i not in parents]
+        items = [f"<li>{token(i)}{children(i)}</li>" for i in kids if i in parents]
+        if leaves:
+            items.append(f"<li>{' '.join(token(i) for i in leaves)}</li>")
         return f'<ul class="draft-tree">{"".join(items)}</ul>' if items else ""
 
     return children(-1)

@@ -6,8 +6,8 @@
   smollm2-135m-eagle       an EAGLE-style head: one decoder layer over [feature; next-token embedding]
 
 Weights and model cards live in assets/drafters/<name>/ (built by ``python -m specdec.train zoo``);
-docs/zoo.md explains each family. Importing this module registers the four names with
-specdec.drafters.registry (the registry imports it lazily).
+docs/zoo.md explains each family. Importing this module registers the four names, and the EAGLE
+head's two tree drafts (TREES), with specdec.drafters.registry (the registry imports it lazily).
 """
 from __future__ import annotations
 
@@ -32,11 +32,17 @@ FAMILIES = {
     "smollm2-135m-eagle": "eagle",
 }
 NAMES = tuple(DESCRIPTIONS)
-EAGLE, EAGLE_TREE = "smollm2-135m-eagle", "smollm2-135m-eagle-tree"
-TREE_SHAPE = TreeShape(top=3, beam=3, nodes=8)
-TREE_DESCRIPTION = (f"EAGLE-2 tree: the same head drafts a tree of {TREE_SHAPE.nodes} tokens (the {TREE_SHAPE.top} likeliest "
-                    f"children of the {TREE_SHAPE.beam} likeliest nodes per level), verified in one target forward; "
-                    "greedy only (T > 0 drafts a chain)")
+EAGLE, EAGLE_TREE, EAGLE_TREE_60 = "smollm2-135m-eagle", "smollm2-135m-eagle-tree", "smollm2-135m-eagle-tree-60"
+# The EAGLE head's tree drafts (EAGLE-2): a small tree, and EAGLE-2's own GPU setting (top-10, 60 nodes).
+TREES = {EAGLE_TREE: TreeShape(top=3, beam=3, nodes=8), EAGLE_TREE_60: TreeShape(top=10, beam=10, nodes=60)}
+TREE_COSTS = {EAGLE_TREE: "", EAGLE_TREE_60: "; built for a GPU, where scoring 61 tokens costs about what 1 does"}
+
+
+def tree_description(name: str) -> str:
+    shape = TREES[name]
+    return (f"EAGLE-2 tree: the same head drafts a tree of {shape.nodes} tokens (the {shape.top} likeliest children "
+            f"of the {shape.beam} likeliest nodes per level), verified in one target forward{TREE_COSTS[name]}; "
+            "greedy only (T > 0 drafts a chain)")
 
 
 def available(name: str) -> bool:
@@ -70,13 +76,14 @@ for _name in NAMES:
 
 def _tree_builder(name: str):
     def build(target, load_model=None):
-        drafter = build_eagle(target, name, TREE_DESCRIPTION, drafter_dir(EAGLE))
-        drafter.tree_shape = TREE_SHAPE
+        drafter = build_eagle(target, name, tree_description(name), drafter_dir(EAGLE))
+        drafter.tree_shape = TREES[name]
         return drafter
 
     return build
 
 
 if available(EAGLE):
-    register(DrafterSpec(name=EAGLE_TREE, family="eagle", description=TREE_DESCRIPTION, build=_tree_builder(EAGLE_TREE),
-                         targets=(TARGET,)))
+    for _name in TREES:
+        register(DrafterSpec(name=_name, family="eagle", description=tree_description(_name),
+                             build=_tree_builder(_name), targets=(TARGET,)))

@@ -2,7 +2,9 @@
 
 ``write_cards`` loads the target as the app does (load_model: float32 on this CPU), builds every shipped
 drafter through the registry, measures them (evaluate.py) on held-out prompts in the target's chat
-template, and writes README.md (the card) and card.json (the figures) next to each drafter's weights.
+template, and writes README.md (the card) and card.json (the figures) next to each drafter's weights. The
+EAGLE head's tree drafts (zoo.TREES) get cards of their own, greedy only (at T > 0 they draft the head's
+chain), in folders without weights.
 """
 from __future__ import annotations
 
@@ -24,35 +26,38 @@ def _fmt(x, spec=".2f", none="–"):
 
 
 def _load(out: Path):
+    """The target, the shipped drafters and the tree drafts (when the EAGLE head is shipped)."""
     from ..drafters.registry import load_drafter
     from ..loading import load_model
-    from . import NAMES
+    from . import EAGLE, NAMES, TREES
     from .data import chat_ids
 
     target = load_model("smollm2-135m-instruct")
-    drafters = {}
-    for name in NAMES:
-        if (out / name / "model.safetensors").exists():
-            drafters[name] = load_drafter(name, target)
-    return target, drafters, chat_ids
+    drafters = {name: load_drafter(name, target) for name in NAMES if (out / name / "model.safetensors").exists()}
+    trees = {name: load_drafter(name, target) for name in TREES if EAGLE in drafters}
+    return target, drafters, trees, chat_ids
 
 
 def measure_all(out: Path, prompts_per_kind: int = 2, log=print) -> dict:
-    target, drafters, chat_ids = _load(out)
+    target, drafters, trees, chat_ids = _load(out)
     prompts = {k: [chat_ids(target.tokenizer, t) for t in v] for k, v in heldout_prompts(prompts_per_kind).items()}
     # warm-up (first calls allocate caches and pick kernels)
     from ..decoding import generate
     from ..events import DecodeSettings
 
-    for d in [None, *drafters.values()]:
+    for d in [None, *drafters.values(), *trees.values()]:
         generate(target, d, prompts["chat"][0], DecodeSettings(max_new_tokens=8, k=4))
     started = time.time()
     measured = evaluate(target, drafters, prompts, log=log)
+    if trees:
+        tree_figures = evaluate(target, trees, prompts, settings={"greedy": SETTINGS["greedy"]}, log=log)
+        measured = {key: {**measured[key], **tree_figures[key]} for key in measured}
+    param_bytes = {n: d.param_bytes() for n, d in {**drafters, **trees}.items()}
     return {"figures": measured["figures"], "best_k_greedy_chat": measured["best_k"], "seconds": time.time() - started,
             "target_dtype": str(target.dtype).replace("torch.", ""), "runner": target.runner_kind,
             "prompts": heldout_prompts(prompts_per_kind),
             "machine": f"{platform.machine()} CPU, {torch.get_num_threads()} threads, torch {torch.__version__}",
-            "load_average": _loadavg(), "param_bytes": {n: d.param_bytes() for n, d in drafters.items()}}
+            "load_average": _loadavg(), "param_bytes": param_bytes}
 
 
 def _loadavg() -> str:
@@ -83,9 +88,10 @@ def _generation(data: dict) -> str:
 
 def card_text(name: str, meta: dict, m: dict) -> str:
     fig = m["figures"][name]
+    weights_folder = f"../{meta['weights_of']}/" if meta.get("weights_of") else "this folder"
     lines = [f"# {name}", "", meta.get("description", ""), "",
              f"Family: **{meta['family']}**. Target: `smollm2-135m-instruct` (its tokenizer, embedding, norm and head "
-             "rows are the target's own; only the weights in this folder are new).", "",
+             f"rows are the target's own; only the weights in {weights_folder} are new).", "",
              "## Measured (held-out prompts, this 2-core CPU)", "",
              f"Target in {m['target_dtype']} (runner: {m.get('runner', 'static')}), {m['machine']}; {len(m['prompts']['chat'])} held-out prompts per kind "
              f"(topics, tasks and passages never used in training), {NEW_TOKENS} new tokens, chat template. Speedup = tokens/s "
@@ -94,7 +100,7 @@ def card_text(name: str, meta: dict, m: dict) -> str:
              f"draft time per drafted token / target time per verification forward. {_conditions(m['load_average'])}", "",
              "| setting | prompt kind | acceptance | tokens / target forward | c | speedup |",
              "|---|---|---|---|---|---|"]
-    for sname in SETTINGS:
+    for sname in fig:
         label = "K=4 greedy" if sname == "greedy" else "K=4, T=0.7"
         for kind in KINDS:
             f = fig[sname][kind]
@@ -104,6 +110,12 @@ def card_text(name: str, meta: dict, m: dict) -> str:
     best = max(ks, key=ks.get)
     lines += ["", "Greedy speedup by K (held-out chat prompts): "
               + ", ".join(f"K={k}: {v:.2f}x" for k, v in ks.items()) + f"; best K = {best}.", ""]
+    if meta.get("weights_of"):
+        lines += [f"Greedy only: at T > 0 this draft is `{meta['weights_of']}`'s chain (its card has those rows). "
+                  "A tree step reports the kept branch plus its best rejected child as what it drafted "
+                  "(docs/engine.md, \"Tree steps\"), so acceptance and c here are not comparable with a chain's; "
+                  "tokens per target forward and speedup are. "
+                  f"The weights and the recipe below are `{meta['weights_of']}`'s (../{meta['weights_of']}/).", ""]
     tr = meta.get("training", {})
     data = meta.get("data", {})
     lines += ["## How it was made", "",
@@ -134,12 +146,17 @@ def write_cards(out: Path, prompts_per_kind: int = 2, log=print) -> dict:
 
 
 def render_cards(out: Path, m: dict, log=print) -> None:
-    """README.md and card.json of every measured drafter from the measurement `m` and its zoo.json."""
-    from . import DESCRIPTIONS
+    """README.md and card.json of every measured drafter from the measurement `m` and its zoo.json (a tree
+    draft's: the EAGLE head's)."""
+    from . import DESCRIPTIONS, EAGLE, TREES, tree_description
 
     for name in m["figures"]:
-        meta = json.loads((out / name / "zoo.json").read_text())
-        meta["description"] = DESCRIPTIONS.get(name, "")
+        if name in TREES:
+            meta = {**json.loads((out / EAGLE / "zoo.json").read_text()), "description": tree_description(name),
+                    "weights_of": EAGLE}
+            (out / name).mkdir(exist_ok=True)
+        else:
+            meta = {**json.loads((out / name / "zoo.json").read_text()), "description": DESCRIPTIONS.get(name, "")}
         (out / name / "README.md").write_text(card_text(name, meta, m))
         card = {"figures": {s: {k: {x: y for x, y in f.items() if x != "rows"} for k, f in v.items()}
                             for s, v in m["figures"][name].items()},

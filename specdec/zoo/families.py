@@ -32,28 +32,30 @@ def _figures(card: dict) -> str:
     return f"Measured at K=4, greedy, held-out prompts: {per_kind}{best}."
 
 
+def _measured(folder: Path, name: str) -> str:
+    try:
+        return _figures(json.loads((folder / name / "card.json").read_text()))
+    except (OSError, ValueError, KeyError):
+        return "Not measured here (no model card)."
+
+
 def families_markdown(folder: Path | None = None) -> str:
     """One paragraph per zoo drafter (description, diagram, its card's figures) after prompt lookup's."""
-    from . import DESCRIPTIONS
+    from . import DESCRIPTIONS, TREES, tree_description
     from .build import ASSETS
 
     folder = Path(folder) if folder is not None else ASSETS
     parts = ["### Drafter families (SmolLM2-135M-Instruct)", "", PROMPT_LOOKUP]
     for name, description in DESCRIPTIONS.items():
-        path = folder / name / "card.json"
-        try:
-            measured = _figures(json.loads(path.read_text()))
-        except (OSError, ValueError, KeyError):
-            measured = "Not measured here (no model card)."
         parts += ["", f"**{description.split(':')[0]}** (`{name}`): {description.split(': ', 1)[-1]}.", "",
-                  f"`{DIAGRAMS[name]}`", "", measured]
-    from . import EAGLE_TREE, TREE_DESCRIPTION, TREE_SHAPE
-
-    diagram = TREE_DIAGRAM.format(top=TREE_SHAPE.top, beam=TREE_SHAPE.beam, nodes=TREE_SHAPE.nodes)
-    parts += ["", f"**EAGLE-2 tree** (`{EAGLE_TREE}`): {TREE_DESCRIPTION.split(': ', 1)[-1]}.", "", f"`{diagram}`",
-              "", "More candidates per target forward (the target's token is often the head's second or third "
+                  f"`{DIAGRAMS[name]}`", "", _measured(folder, name)]
+    for name, shape in TREES.items():
+        diagram = TREE_DIAGRAM.format(top=shape.top, beam=shape.beam, nodes=shape.nodes)
+        parts += ["", f"**EAGLE-2 tree** (`{name}`): {tree_description(name).split(': ', 1)[-1]}.", "", f"`{diagram}`",
+                  "", _measured(folder, name)]
+    parts += ["", "More candidates per target forward (the target's token is often the head's second or third "
               "choice); each extra node is one more row for the target to score, which a GPU hides and this CPU "
-              "does not. docs/zoo.md, \"EAGLE-2 tree\", has the measurements."]
+              "does not. docs/zoo.md, \"EAGLE-2 trees\", has the measurements."]
     parts += ["", "Speedups are single timed runs per prompt on this project's 2-core CPU (about ±0.1); each card "
               "(assets/drafters/<name>/README.md) and docs/zoo.md give the whole table and the recipe."]
     return "\n".join(parts)

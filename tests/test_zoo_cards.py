@@ -1,0 +1,38 @@
+"""Model cards of the zoo (specdec/zoo/cards.py), rendered from a given measurement: no model is loaded."""
+from __future__ import annotations
+
+import json
+
+from specdec.zoo import EAGLE, EAGLE_TREE, TREES
+from specdec.zoo.cards import render_cards
+
+FIGURES = {"prompts": 2, "acceptance": 0.5, "tokens_per_forward": 2.6, "c": 0.2, "speedup": 0.4,
+           "tokens_per_s": 9.0, "baseline_tokens_per_s": 22.0, "rows": []}
+
+
+def measurement(name: str, settings: tuple[str, ...]) -> dict:
+    return {"figures": {name: {s: {k: dict(FIGURES) for k in ("chat", "code", "rewrite")} for s in settings}},
+            "best_k_greedy_chat": {name: {1: 1.1, 2: 1.0, 4: 0.4}}, "param_bytes": {name: 1},
+            "target_dtype": "float32", "runner": "static", "machine": "test CPU", "load_average": "1.0",
+            "prompts": {"chat": ["a", "b"]}, "seconds": 1.0}
+
+
+def eagle_folder(tmp_path):
+    (tmp_path / EAGLE).mkdir()
+    (tmp_path / EAGLE / "zoo.json").write_text(json.dumps({"family": "eagle", "command": "python -m specdec.train zoo"}))
+    return tmp_path
+
+
+def test_a_tree_drafts_card_is_written_to_its_own_folder_with_greedy_rows_only(tmp_path):
+    render_cards(eagle_folder(tmp_path), measurement(EAGLE_TREE, ("greedy",)), log=lambda s: None)
+    card = (tmp_path / EAGLE_TREE / "README.md").read_text()
+    assert "| K=4 greedy | chat prose | 0.50 | 2.60 |" in card and "T=0.7 |" not in card
+    assert json.loads((tmp_path / EAGLE_TREE / "card.json").read_text())["figures"].keys() == {"greedy"}
+
+
+def test_a_tree_drafts_card_names_the_eagle_heads_weights_and_its_node_count(tmp_path):
+    render_cards(eagle_folder(tmp_path), measurement(EAGLE_TREE, ("greedy",)), log=lambda s: None)
+    card = (tmp_path / EAGLE_TREE / "README.md").read_text()
+    assert f"The weights and the recipe below are `{EAGLE}`'s" in card
+    assert f"only the weights in ../{EAGLE}/ are new" in card
+    assert f"a tree of {TREES[EAGLE_TREE].nodes} tokens" in card
