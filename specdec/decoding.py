@@ -23,7 +23,7 @@ from .sampling import build_warpers, probabilities, validate
 from .schedules import make_schedule
 from .trace import build_event, final_token, top_tokens
 from .tree import greedy_path, shown_nodes
-from .verify import SampledVerifier, Verdict, verify_greedy, verify_sampled
+from .verify import SampledVerifier, Verdict, verify_greedy, verify_sampled, verify_tree_sampled
 
 
 class Generation:
@@ -64,8 +64,10 @@ class Generation:
         self.top_n = top_n
         self.eos_ids = () if ignore_eos else target.eos_token_ids
         self.schedule = make_schedule(settings.k_schedule, settings.k)
-        # a tree drafter drafts trees when greedy (tree.py); sampling needs a multi-candidate verifier, so it chains
-        self.drafts_tree = getattr(self.drafter, "tree_shape", None) is not None and not self.sampling
+        # a tree drafter drafts trees (tree.py); sampled trees need the real multi-candidate verifier, so a run
+        # with another verifier (verifier_faults.py) chains
+        self.drafts_tree = getattr(self.drafter, "tree_shape", None) is not None and (
+            not self.sampling or sampled_verifier is verify_sampled)
         # target KV room beyond the run's own tokens: K drafts, or a tree's nodes
         self.verify_slots = max(self.settings.k, self.drafter.tree_shape.nodes if self.drafts_tree else 0)
         self.context = ProposalContext(self.sampling, self.warpers, self.generator, self.schedule.stop_below)
@@ -143,13 +145,13 @@ class Generation:
         t0 = time.perf_counter()
         tree: list[TreeNode] = []
         if k > 0 and self.drafts_tree:
-            draft_ids, q, logits, tree, t1 = self._tree_draft_and_score(seq, k, target)
+            draft_ids, q, logits, tree, t1, verdict = self._tree_draft_and_score(seq, k, target)
         else:
             proposal = self.drafter.propose(seq, k, self.context) if k > 0 else Proposal()
-            draft_ids, q = proposal.ids[:k], proposal.q
+            draft_ids, q, verdict = proposal.ids[:k], proposal.q, None
             t1 = time.perf_counter()
             logits = target.forward([seq[-1]] + draft_ids)  # [k+1, V]
-        verdict, p, q = self._verify(draft_ids, logits, q)
+        verdict, p, q = self._verify(draft_ids, logits, q, verdict)
         t2 = time.perf_counter()
         emitted, stop_reason = cut_at_stop(
             draft_ids[: verdict.num_accepted] + [verdict.next_token], self.eos_ids, remaining
@@ -173,33 +175,44 @@ class Generation:
         return event
 
     def _tree_draft_and_score(self, seq: list[int], k: int, target):
-        """A greedy tree step (tree.py) up to the chain it shows: draft a tree of depth k, score it in one
-        target forward, keep the accepted path's cache rows. Returns the shown draft ids, their q rows [n, V],
-        the target's logits rows [n + 1, V] for them (as a chain step would have), the tree's nodes
-        (events.TreeNode) and the time drafting ended."""
-        tree = self.drafter.propose_tree(seq, k)
+        """A tree step (tree.py) up to the chain it shows: draft a tree of depth k, score it in one target
+        forward, walk it (greedy: the target's choices; sampling: verify_tree_sampled), keep the path's cache
+        rows. Returns the shown draft ids, their q rows [n, V], the target's logits rows [n + 1, V] for them
+        (as a chain step would have), the tree's nodes (events.TreeNode), the time drafting ended and, when
+        sampling, the Verdict of the shown chain (greedy: None, verify_greedy decides it again)."""
+        tree = self.drafter.propose_tree(seq, k, self.context)
         drafted_at = time.perf_counter()
         if not tree.ids:
-            return [], None, target.forward([seq[-1]]), [], drafted_at
+            return [], None, target.forward([seq[-1]]), [], drafted_at, None
         logits = target.forward_tree(seq[-1], tree.ids, tree.parents)  # [N + 1, V]
-        path = greedy_path(tree.ids, tree.parents, logits.argmax(dim=-1).tolist())
+        verdict = None
+        if self.sampling:
+            path, tried, verdict = verify_tree_sampled(tree.ids, tree.parents, probabilities(logits, self.warpers),
+                                                       tree.q_rows, self.generator)
+        else:
+            path = greedy_path(tree.ids, tree.parents, logits.argmax(dim=-1).tolist())
+            tried = [i for i, parent in enumerate(tree.parents) if parent < 0 or parent in path]
         target.keep(len(seq) - 1, [0] + [1 + node for node in path])
         shown = shown_nodes(tree.parents, path)
         rows = torch.tensor([0] + [1 + node for node in shown], device=logits.device)
-        nodes = [TreeNode(token, self.target.token_text(token), parent, i in path)
+        nodes = [TreeNode(token, self.target.token_text(token), parent, i in path, i in tried)
                  for i, (token, parent) in enumerate(zip(tree.ids, tree.parents))]
-        return [tree.ids[i] for i in shown], tree.q_rows(shown), logits[rows], nodes, drafted_at
+        return [tree.ids[i] for i in shown], tree.q_rows(shown), logits[rows], nodes, drafted_at, verdict
 
-    def _verify(self, draft_ids: list[int], logits: torch.Tensor, q) -> tuple[Verdict, torch.Tensor, torch.Tensor]:
-        """Returns the verdict and the p, q rows to trace (greedy: softmax of the raw logits)."""
+    def _verify(self, draft_ids: list[int], logits: torch.Tensor, q, verdict: Optional[Verdict] = None
+                ) -> tuple[Verdict, torch.Tensor, torch.Tensor]:
+        """Returns the verdict (`verdict` when a sampled tree step has reached it already) and the p, q rows
+        to trace (greedy: softmax of the raw logits)."""
         if not draft_ids:  # a plain target step
             q = logits.new_zeros((0, logits.shape[-1]))
         else:
             q = q[: len(draft_ids)]  # [k, V] probabilities
         if not self.sampling:
             return verify_greedy(draft_ids, logits), torch.softmax(logits, dim=-1), q
-        ids = torch.tensor(draft_ids, dtype=torch.long, device=logits.device)
         p = probabilities(logits, self.warpers)
+        if verdict is not None:
+            return verdict, p, q
+        ids = torch.tensor(draft_ids, dtype=torch.long, device=logits.device)
         return self.verify_sampled(ids, p, q, self.generator), p, q
 
 

@@ -87,6 +87,7 @@ class TreeNode:
     text: str
     parent: int  # index of the parent node, -1 for the root (the last emitted token)
     kept: bool  # on the accepted path
+    checked: bool = True  # compared by the verifier (greedy: a child of the root or of a kept node; sampling: tried)
 
 
 @dataclass

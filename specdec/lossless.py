@@ -181,6 +181,10 @@ def check_sampling(target, drafter, prompt_ids: list[int], settings: DecodeSetti
     if getattr(drafter, "greedy_only", False):
         raise InvalidSettingsError(f"{drafter.name} drafts for greedy decoding only, so it has no sampling check: "
                                    f"the greedy comparison is its test")
+    if getattr(drafter, "tree_shape", None) is not None:
+        raise InvalidSettingsError(f"{drafter.name} drafts trees, which this check cannot replay (it draws chain steps); "
+                                   "tests/test_tree_sampling.py checks sampled tree steps with a chi-square test. Check "
+                                   "the same head drafting chains instead (for the zoo's trees: smollm2-135m-eagle)")
     gen = Generation(target, drafter, prompt_ids, settings, sampled_verifier=choice.verifier, top_n=0)
     first = FirstTokens(gen, tokens)
     law = yield from as_progress("exact law", first.build_law(draws, should_stop))

@@ -10,6 +10,8 @@ from typing import Callable, Optional
 
 import torch
 
+from .tree import shown_nodes
+
 
 @dataclass
 class Verdict:
@@ -66,6 +68,58 @@ def verify_sampled(draft_ids: torch.Tensor, p: torch.Tensor, q: torch.Tensor, ge
         next_kind="bonus" if n == k else "resampled",
         next_distribution=next_dist,
     )
+
+
+def verify_tree_sampled(ids: list[int], parents: list[int], p: torch.Tensor, q_rows, generator
+                        ) -> tuple[list[int], list[int], Verdict]:
+    """Recursive rejection sampling over a sampled tree (SpecInfer's multi-candidate verification, with the
+    siblings drawn without replacement as in Jeon et al. 2024; tree.py).
+
+    ids, parents [N]: the nodes; p [N + 1, V]: the warped target rows (row 0 the root's, 1 + i node i's);
+    q_rows(nodes) -> [n, V]: the draft distribution q a node's children were drawn from, in order, without
+    replacement. From the root, a node's children are tried in the order drawn: child x is accepted with
+    probability min(1, r(x) / q(x)), r starting as the node's p row and q as its draft row; after a rejection
+    r becomes norm(max(0, r - q)) and q loses x (renormalised), which is the law the next sibling was drawn
+    from. An accepted child becomes the node; when every child is rejected, or the node has none, the next
+    token is drawn from r. Each rejection leaves exactly the residual law to the next candidate, so the
+    output is distributed as the target's own samples.
+
+    Returns the path, the nodes tried (accepted or rejected), and the Verdict of the chain the step shows
+    (tree.shown_nodes: the path, then the first child tried at its end); a path node's accept_prob there
+    reads r and q as its earlier siblings left them, not p and its q row.
+    """
+    children: dict[int, list[int]] = {}
+    for node, parent in enumerate(parents):
+        children.setdefault(parent, []).append(node)
+    node, path, tried = -1, [], {}  # tried: node -> (accept_prob, uniform)
+    while True:
+        r, kids = p[node + 1], children.get(node, [])  # r: [V] what the next token must follow
+        q = q_rows(kids[:1])[0] if kids else None  # [V] what the next child was drawn from
+        chosen = None
+        for child in kids:
+            token = ids[child]
+            accept = min(1.0, float(r[token] / q[token]))  # q > 0: the child was drawn from q
+            uniform = float(torch.rand(1, generator=generator, device=p.device))
+            tried[child] = (accept, uniform)
+            if uniform < accept:
+                chosen = child
+                break
+            residual = (r - q).clamp(min=0)
+            total = residual.sum()
+            r = residual / total if total > 0 else r  # total == 0 only when r == q (rejection impossible)
+            q = q.clone()
+            q[token] = 0.0
+            q = q / q.sum() if q.sum() > 0 else q  # sum 0: no sibling is left to try
+        if chosen is None:
+            break
+        path.append(chosen)
+        node = chosen
+    next_token = int(torch.multinomial(r, 1, generator=generator))
+    shown = shown_nodes(parents, path)
+    verdict = Verdict(num_accepted=len(path), accept_probs=[tried[n][0] for n in shown],
+                      uniforms=[tried[n][1] for n in shown], next_token=next_token,
+                      next_kind="resampled" if children.get(node) else "bonus", next_distribution=r)
+    return path, list(tried), verdict
 
 
 SampledVerifier = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Optional[torch.Generator]], Verdict]

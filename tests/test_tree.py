@@ -142,9 +142,18 @@ def test_a_width_one_tree_drafts_the_same_tokens_as_the_chain(model):
     torch.testing.assert_close(tree.q_rows([0, 1, 2, 3]), chain.q)
 
 
-def test_a_tree_drafter_drafts_chains_when_sampling(model):
+def test_a_tree_drafter_draws_trees_when_sampling(model):
     settings = DecodeSettings(max_new_tokens=12, k=3, temperature=1.0)
     events = Generation(model, tree_eagle(model), [5, 9, 11], settings).result().events
+    assert all(0 < e.tree_nodes <= 6 for e in events[:-1])
+
+
+def test_with_a_faulty_verifier_a_tree_drafter_drafts_chains(model):
+    from specdec.verifier_faults import broken_verifier
+
+    settings = DecodeSettings(max_new_tokens=12, k=3, temperature=1.0)
+    run = Generation(model, tree_eagle(model), [5, 9, 11], settings, sampled_verifier=broken_verifier(accept="always"))
+    events = run.result().events
     assert all(e.tree_nodes == 0 for e in events) and any(e.drafted for e in events)
 
 

@@ -23,15 +23,15 @@ def eagle_folder(tmp_path):
     return tmp_path
 
 
-def test_a_tree_drafts_card_is_written_to_its_own_folder_with_greedy_rows_only(tmp_path):
-    render_cards(eagle_folder(tmp_path), measurement(EAGLE_TREE, ("greedy",)), log=lambda s: None)
+def test_a_tree_drafts_card_is_written_to_its_own_folder(tmp_path):
+    render_cards(eagle_folder(tmp_path), measurement(EAGLE_TREE, ("greedy", "T0.7")), log=lambda s: None)
     card = (tmp_path / EAGLE_TREE / "README.md").read_text()
-    assert "| K=4 greedy | chat prose | 0.50 | 2.60 |" in card and "T=0.7 |" not in card
-    assert json.loads((tmp_path / EAGLE_TREE / "card.json").read_text())["figures"].keys() == {"greedy"}
+    assert "| K=4 greedy | chat prose | 0.50 | 2.60 |" in card and "| K=4, T=0.7 | chat prose |" in card
+    assert json.loads((tmp_path / EAGLE_TREE / "card.json").read_text())["figures"].keys() == {"greedy", "T0.7"}
 
 
 def test_a_tree_drafts_card_names_the_eagle_heads_weights_and_its_node_count(tmp_path):
-    render_cards(eagle_folder(tmp_path), measurement(EAGLE_TREE, ("greedy",)), log=lambda s: None)
+    render_cards(eagle_folder(tmp_path), measurement(EAGLE_TREE, ("greedy", "T0.7")), log=lambda s: None)
     card = (tmp_path / EAGLE_TREE / "README.md").read_text()
     assert f"The weights and the recipe below are `{EAGLE}`'s" in card
     assert f"only the weights in ../{EAGLE}/ are new" in card

@@ -47,7 +47,7 @@ class Drafter:
     description: str = ""  # one line: what it reads from the target, what it costs
     reads_target_hidden: bool = False
     greedy_only: bool = False  # True where sampling would not be exact (the engine refuses it)
-    tree_shape = None  # a tree.TreeShape: greedy steps call propose_tree(seq, depth) -> tree.TreeProposal
+    tree_shape = None  # a tree.TreeShape: steps call propose_tree(seq, depth, context) -> tree.TreeProposal
 
     def __init__(self, vocab_limit: int):
         self.vocab_limit = vocab_limit  # q rows span ids 0 .. vocab_limit - 1, as the target's p rows

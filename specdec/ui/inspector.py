@@ -135,7 +135,14 @@ def narrate_step(event) -> str:
     if event.k == 0:
         return f'<div class="explain"><b>Step {event.index}</b>: target-only, one forward, one token.</div>'
     drafted = ", ".join(f"'{escape(_show(d.text))}'" for d in event.drafted)
-    if event.tree_nodes:
+    if event.tree_nodes and event.mode == "sampling":
+        parts = [f"<b>Step {event.index}</b>: the drafter drew a tree of {event.tree_nodes} tokens (each node's "
+                 f"children drawn from q without replacement); the target scored every node in one forward, then "
+                 f"from the root tried each node's children in the order drawn, accepting one with probability "
+                 f"min(1, r/q), r its row of p less what earlier rejected siblings took: <b>{event.num_accepted}"
+                 f"</b> accepted. In the output: that branch ({drafted}), ending in the first child tried after it "
+                 f"where one was drawn.{tree_html(event)}"]
+    elif event.tree_nodes:
         parts = [f"<b>Step {event.index}</b>: the drafter proposed a tree of {event.tree_nodes} tokens; the target "
                  f"scored every node in one forward and kept the branch that matches its own choices: "
                  f"<b>{event.num_accepted}</b> accepted. In the output: that branch ({drafted}), ending in its "
@@ -151,11 +158,9 @@ def narrate_step(event) -> str:
 
 
 def tree_fates(event) -> list[str]:
-    """Per node of a tree step: "accepted" (on the kept branch), "rejected" (a child of the root or of a kept
-    node that is not the target's choice there) or "unchecked" (below a rejected node: never compared)."""
-    kept = {i for i, node in enumerate(event.tree) if node.kept}
-    return ["accepted" if i in kept else "rejected" if node.parent < 0 or node.parent in kept else "unchecked"
-            for i, node in enumerate(event.tree)]
+    """Per node of a tree step: "accepted" (on the kept branch), "rejected" (compared by the verifier and not
+    kept) or "unchecked" (never compared: below a rejected node, or, sampling, after an accepted sibling)."""
+    return ["accepted" if node.kept else "rejected" if node.checked else "unchecked" for node in event.tree]
 
 
 def tree_html(event) -> str:

@@ -41,8 +41,8 @@ TREE_COSTS = {EAGLE_TREE: "", EAGLE_TREE_60: "; built for a GPU, where scoring 6
 def tree_description(name: str) -> str:
     shape = TREES[name]
     return (f"EAGLE-2 tree: the same head drafts a tree of {shape.nodes} tokens (the {shape.top} likeliest children "
-            f"of the {shape.beam} likeliest nodes per level), verified in one target forward{TREE_COSTS[name]}; "
-            "greedy only (T > 0 drafts a chain)")
+            f"of the {shape.beam} likeliest nodes per level; at T > 0 drawn from q), verified in one target "
+            f"forward{TREE_COSTS[name]}")
 
 
 def available(name: str) -> bool:

@@ -219,25 +219,34 @@ class EagleDrafter(_FeatureDrafter):
         ids, q = self._timed(self._chain, seq, k, context)
         return Proposal(ids, q)
 
-    def propose_tree(self, seq: list[int], depth: int) -> TreeProposal:
-        """A greedy tree draft of min(depth, MAX_TREE_DEPTH) levels and at most self.tree_shape.nodes nodes."""
+    def propose_tree(self, seq: list[int], depth: int, context: ProposalContext | None = None) -> TreeProposal:
+        """A tree draft of min(depth, MAX_TREE_DEPTH) levels and at most self.tree_shape.nodes nodes: the
+        likeliest tokens when greedy, draws from q without replacement when context samples (tree.py)."""
         depth = min(depth, MAX_TREE_DEPTH)
         if depth <= 0 or len(self.features) < len(seq) - 1:
             return TreeProposal([], [], lambda nodes: None)
-        return self._timed(self._tree, seq, depth)
+        return self._timed(self._tree, seq, depth, context if context is not None and context.sampling else None)
 
     @torch.inference_mode()
-    def _tree(self, seq: list[int], depth: int) -> TreeProposal:
+    def _tree(self, seq: list[int], depth: int, sampling: ProposalContext | None) -> TreeProposal:
         """EAGLE-2's dynamic tree: each level runs the head over the `beam` likeliest nodes (cumulative draft
-        log-probability) and drafts their `top` likeliest children; the `nodes` likeliest of all are kept."""
+        log-probability) and drafts their `top` likeliest children; the `nodes` likeliest of all are kept.
+        Sampling: the children are draws from q without replacement, each level taking an even share of the
+        `nodes` budget left (decided before drawing: no draw is dropped for its value)."""
         shape, vocab = self.tree_shape, self.head_rows.ids
         root_out = self._catch_up(seq)  # [1, d]
         base = self.cache.length  # slots of true (feature, token) pairs; the tree's come after them
         tree, level, features = GrowingTree(), [-1], self.head.norm(root_out)  # features: [len(level), d]
         for d in range(1, depth + 1):
-            logp = torch.log_softmax(self.head_rows.logits(features).float(), dim=-1)
-            children = tree.add_children(level, logp, vocab, shape.top)
-            if d == depth:
+            small = self.head_rows.logits(features).float()  # [len(level), Vd]
+            if sampling is None:
+                children = tree.add_children(level, torch.log_softmax(small, dim=-1), vocab, shape.top)
+            else:  # the budget left, shared evenly by the levels left (at least one node each while it lasts)
+                left = shape.nodes - len(tree.ids)
+                room = min(left, max(1, left // (depth - d + 1)))
+                probs = probabilities(widen(small, vocab, self.vocab_limit), sampling.warpers)  # [len(level), V]
+                children = tree.add_draws(level, probs, shape.top, room, sampling.generator)
+            if d == depth or not children or (sampling is not None and len(tree.ids) >= shape.nodes):
                 break
             level = tree.likeliest(children, shape.beam)
             mask = tree.visibility(level, self.cache.length, base)
@@ -246,7 +255,7 @@ class EagleDrafter(_FeatureDrafter):
             # a node of depth d holds (feature of its parent, its token) at position len(seq) - 2 + d
             features = self.head.norm(self.cache.forward(x, positions=[len(seq) - 2 + d] * len(level), mask=mask))
         self.cache.length = base  # forget the tree's slots: the next step catches up from true features
-        return tree.proposal(shape.nodes, vocab, self.vocab_limit)
+        return tree.proposal(shape.nodes if sampling is None else None, vocab, self.vocab_limit)
 
     def param_bytes(self) -> int:
         return param_bytes(self.head) + self.head_rows.bytes()
