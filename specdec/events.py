@@ -52,7 +52,8 @@ class DraftToken:
     text: str
     q: float  # draft probability of token_id (warped; greedy: softmax of the raw logits)
     p: float  # target probability of token_id at the same position (same warping)
-    accept_prob: float  # min(1, p/q); greedy: 1.0 if it equals the target's argmax else 0.0
+    accept_prob: float  # min(1, p/q); greedy: 1.0 if it equals the target's argmax else 0.0; sampled tree
+    # steps: min(1, r/q) with r and q as earlier rejected siblings left them (verify.verify_tree_sampled)
     uniform: Optional[float]  # the U(0,1) draw compared with accept_prob (None: greedy, or not evaluated)
     accepted: bool
     evaluated: bool  # False for positions after the first rejection: discarded unchecked

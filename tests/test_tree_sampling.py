@@ -105,3 +105,12 @@ def test_the_sampling_check_refuses_a_tree_drafter_with_a_message(target):
 
     with pytest.raises(InvalidSettingsError, match="drafts trees"):
         next(check_sampling(target, tree_drafter(target), PROMPT, DecodeSettings(temperature=1.0), draws=10))
+
+
+def test_a_sampled_tree_tokens_explanation_names_the_siblings_rule(target):
+    from specdec.ui.inspector import inspect_details
+
+    settings = replace(DecodeSettings(temperature=1.0), k=3, max_new_tokens=8)
+    events = Generation(target, tree_drafter(target), PROMPT, settings).result().events
+    event = next(e for e in events if e.tree_nodes and e.drafted)
+    assert "r and q being p and q less what rejected earlier siblings took" in inspect_details(event, "d0")

@@ -104,7 +104,10 @@ def _explain_draft(event, d) -> str:
     verdict = "≤" if d.accepted else ">"
     result = "<b>accepted</b>" if d.accepted else "<b>rejected</b>"
     accept = fmt_prob(d.accept_prob)
-    return (head + f" Accept with probability min(1, p/q) = <b>{accept}</b>; the uniform draw "
+    rule = "min(1, p/q)"
+    if event.tree_nodes:  # a sampled tree step: rejected earlier siblings change both (verify_tree_sampled)
+        rule = "min(1, r/q), r and q being p and q less what rejected earlier siblings took (if any),"
+    return (head + f" Accept with probability {rule} = <b>{accept}</b>; the uniform draw "
             f"u = <b>{fmt_prob(d.uniform)}</b> {verdict} {accept}, so it was {result}.")
 
 
