@@ -18,8 +18,7 @@ from typing import Protocol
 import torch
 from transformers import DynamicCache
 
-from .cache_compat import (accepts_logits_to_keep, cache_argument_name, cache_bytes, cache_tensors, crop_cache,
-                           crop_style)
+from .cache_compat import accepts_logits_to_keep, cache_argument_name, cache_tensors, crop_cache, crop_style
 from .tree import ancestor_mask, depths
 
 
@@ -39,7 +38,7 @@ class ModelRunner(Protocol):
 
 class TimedRunner:
     """Counting, timing and length bookkeeping shared by runners; subclasses implement
-    _call(ids, last_only) -> logits [n or 1, V] and rollback()."""
+    _call(ids, last_only) -> logits [n or 1, V], rollback() and _kv_tensors()."""
 
     def __init__(self, model, vocab_limit: int, keep_hidden: bool = False):
         self.model = model
@@ -74,10 +73,19 @@ class TimedRunner:
     def keep(self, start: int, rows: list[int]) -> None:
         """After forward_tree at cache position `start`: keep only the given rows (ascending, root = 0) of
         that call, moved to positions start, start + 1, ... (and their rows of `hidden`)."""
-        self._compact(start, rows)
-        self.length = start + len(rows)
+        index = torch.tensor(rows, device=self.device) + start
+        for tensor in self._kv_tensors():  # [1, kv_heads, positions, head_dim]
+            tensor[:, :, start : start + len(rows)] = tensor[:, :, index]
+        self.rollback(start + len(rows))
         if self.keep_hidden and self.hidden is not None:
             self.hidden = self.hidden[rows]
+
+    def kv_bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self._kv_tensors())
+
+    def _kv_tensors(self) -> list[torch.Tensor]:
+        """The runner's key and value tensors, each [1, kv_heads, positions, head_dim]."""
+        raise NotImplementedError
 
     def _tree_layout(self, start: int) -> tuple[torch.Tensor, torch.Tensor]:
         """For the pending forward_tree: positions [N + 1] and mask [N + 1, start + N + 1] (bool: may attend)."""
@@ -114,15 +122,8 @@ class HFEagerRunner(TimedRunner):
         crop_cache(self.cache, self.length, length, self._crop_style)
         self.length = length
 
-    def kv_bytes(self) -> int:
-        return cache_bytes(self.cache)
-
-    def _compact(self, start: int, rows: list[int]) -> None:
-        index = torch.tensor(rows, device=self.device) + start
-        for tensor in cache_tensors(self.cache):  # [1, kv_heads, length, head_dim]
-            tensor[:, :, start : start + len(rows)] = tensor[:, :, index]
-        self._crop_style = self._crop_style or crop_style(self.cache)
-        crop_cache(self.cache, self.length, start + len(rows), self._crop_style)
+    def _kv_tensors(self) -> list[torch.Tensor]:
+        return cache_tensors(self.cache)
 
     @torch.inference_mode()
     def _call(self, ids: list[int], last_only: bool) -> torch.Tensor:

@@ -49,7 +49,3 @@ def cache_tensors(cache) -> list[torch.Tensor]:
         for name in ("key_cache", "value_cache"):
             tensors += [t for t in getattr(cache, name, []) if isinstance(t, torch.Tensor)]
     return tensors
-
-
-def cache_bytes(cache) -> int:
-    return sum(t.numel() * t.element_size() for t in cache_tensors(cache))

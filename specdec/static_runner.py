@@ -60,13 +60,8 @@ class StaticLlamaRunner(TimedRunner):
     def rollback(self, length: int) -> None:
         self.length = min(self.length, length)  # later writes overwrite the stale positions
 
-    def kv_bytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in self.keys + self.values)
-
-    def _compact(self, start: int, rows: list[int]) -> None:
-        index = torch.tensor(rows, device=self.device) + start
-        for tensor in self.keys + self.values:  # [1, kv_heads, max_length, head_dim]
-            tensor[:, :, start : start + len(rows)] = tensor[:, :, index]
+    def _kv_tensors(self) -> list[torch.Tensor]:
+        return self.keys + self.values  # [1, kv_heads, max_length, head_dim] each
 
     @torch.inference_mode()
     def _call(self, ids: list[int], last_only: bool) -> torch.Tensor:
