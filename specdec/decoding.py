@@ -145,13 +145,13 @@ class Generation:
         t0 = time.perf_counter()
         tree: list[TreeNode] = []
         if k > 0 and self.drafts_tree:
-            draft_ids, q, logits, tree, t1, verdict = self._tree_draft_and_score(seq, k, target)
+            draft_ids, q, logits, tree, t1, decided = self._tree_draft_and_score(seq, k, target)
         else:
             proposal = self.drafter.propose(seq, k, self.context) if k > 0 else Proposal()
-            draft_ids, q, verdict = proposal.ids[:k], proposal.q, None
+            draft_ids, q, decided = proposal.ids[:k], proposal.q, None
             t1 = time.perf_counter()
             logits = target.forward([seq[-1]] + draft_ids)  # [k+1, V]
-        verdict, p, q = self._verify(draft_ids, logits, q, verdict)
+        verdict, p, q = self._verify(draft_ids, logits, q, decided)
         t2 = time.perf_counter()
         emitted, stop_reason = cut_at_stop(
             draft_ids[: verdict.num_accepted] + [verdict.next_token], self.eos_ids, remaining
@@ -179,16 +179,16 @@ class Generation:
         forward, walk it (greedy: the target's choices; sampling: verify_tree_sampled), keep the path's cache
         rows. Returns the shown draft ids, their q rows [n, V], the target's logits rows [n + 1, V] for them
         (as a chain step would have), the tree's nodes (events.TreeNode), the time drafting ended and, when
-        sampling, the Verdict of the shown chain (greedy: None, verify_greedy decides it again)."""
+        sampling, the Verdict of the shown chain with its warped p rows [n + 1, V] (greedy: None,
+        verify_greedy decides it again)."""
         tree = self.drafter.propose_tree(seq, k, self.context)
         drafted_at = time.perf_counter()
         if not tree.ids:
             return [], None, target.forward([seq[-1]]), [], drafted_at, None
         logits = target.forward_tree(seq[-1], tree.ids, tree.parents)  # [N + 1, V]
-        verdict = None
         if self.sampling:
-            path, tried, verdict = verify_tree_sampled(tree.ids, tree.parents, probabilities(logits, self.warpers),
-                                                       tree.q_rows, self.generator)
+            p = probabilities(logits, self.warpers)  # [N + 1, V]
+            path, tried, verdict = verify_tree_sampled(tree.ids, tree.parents, p, tree.q_rows, self.generator)
         else:
             path = greedy_path(tree.ids, tree.parents, logits.argmax(dim=-1).tolist())
             tried = [i for i, parent in enumerate(tree.parents) if parent < 0 or parent in path]
@@ -197,21 +197,22 @@ class Generation:
         rows = torch.tensor([0] + [1 + node for node in shown], device=logits.device)
         nodes = [TreeNode(token, self.target.token_text(token), parent, i in path, i in tried)
                  for i, (token, parent) in enumerate(zip(tree.ids, tree.parents))]
-        return [tree.ids[i] for i in shown], tree.q_rows(shown), logits[rows], nodes, drafted_at, verdict
+        decided = (verdict, p[rows]) if self.sampling else None
+        return [tree.ids[i] for i in shown], tree.q_rows(shown), logits[rows], nodes, drafted_at, decided
 
-    def _verify(self, draft_ids: list[int], logits: torch.Tensor, q, verdict: Optional[Verdict] = None
-                ) -> tuple[Verdict, torch.Tensor, torch.Tensor]:
-        """Returns the verdict (`verdict` when a sampled tree step has reached it already) and the p, q rows
-        to trace (greedy: softmax of the raw logits)."""
+    def _verify(self, draft_ids: list[int], logits: torch.Tensor, q,
+                decided: Optional[tuple[Verdict, torch.Tensor]] = None) -> tuple[Verdict, torch.Tensor, torch.Tensor]:
+        """Returns the verdict and the p, q rows to trace (greedy: softmax of the raw logits); `decided`: the
+        verdict and warped p rows a sampled tree step has reached already."""
         if not draft_ids:  # a plain target step
             q = logits.new_zeros((0, logits.shape[-1]))
         else:
             q = q[: len(draft_ids)]  # [k, V] probabilities
         if not self.sampling:
             return verify_greedy(draft_ids, logits), torch.softmax(logits, dim=-1), q
+        if decided is not None:
+            return decided[0], decided[1], q
         p = probabilities(logits, self.warpers)
-        if verdict is not None:
-            return verdict, p, q
         ids = torch.tensor(draft_ids, dtype=torch.long, device=logits.device)
         return self.verify_sampled(ids, p, q, self.generator), p, q
 
