@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from specdec import DecodeSettings, generate, load_model  # noqa: E402
-from specdec.loading import cpu_has_native_bf16, parameter_count  # noqa: E402
+from specdec.loading import parameter_count  # noqa: E402
+from specdec.packed_weights import cpu_has_native_bf16  # noqa: E402
 
 PROMPT = "Explain photosynthesis in simple terms."
 DTYPES = ("float32", "bfloat16")

@@ -1,7 +1,7 @@
 """Time SmolLM2-135M-shaped linear layers with float32 weights (F.linear, MKL) against the static runner's
-float16 weight copies (specdec/fp16_weights.py), over 1 to 8 rows, and the output head alone.
+float16 weight copies (specdec/packed_weights.py), over 1 to 8 rows, and the output head alone.
 
-    OMP_WAIT_POLICY=PASSIVE python scripts/measure_fp16_weights.py
+    OMP_WAIT_POLICY=PASSIVE python scripts/measure_packed_weights.py
 
 All 30 layers' matrices are distinct (426 MB in float32, beyond the caches), so each product streams its
 weights from memory as decoding does. Median of 7 passes per row count; both paths in the same run."""
@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from specdec.devices import LAYER_SHAPES  # noqa: E402
-from specdec.fp16_weights import Fp16Linear, enabled, linear, weights_for  # noqa: E402
+from specdec.packed_weights import Fp16Linear, fp16_available, linear, weights_for  # noqa: E402
 
 LAYERS, HEAD, ROWS = 30, (49152, 576), (1, 2, 3, 5, 8)
 
@@ -33,8 +33,8 @@ def median_ms(fn, passes: int = 7) -> float:
 
 
 def main() -> None:
-    if not enabled():
-        sys.exit("float16 weight copies are not available here (no FBGEMM, or SPECDEC_FP16_WEIGHTS=0)")
+    if not fp16_available():
+        sys.exit("float16 weight copies are not available here (no FBGEMM, or SPECDEC_PACKED_WEIGHTS=0)")
     torch.manual_seed(0)
     plain = [torch.randn(*shape).div(30).half().float() for _ in range(LAYERS) for shape in LAYER_SHAPES]
     copies = [weights_for(w) for w in plain]

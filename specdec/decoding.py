@@ -22,6 +22,7 @@ from .prompting import check_context
 from .sampling import build_warpers, probabilities, validate
 from .schedules import make_schedule
 from .trace import build_event, final_token, top_tokens
+from .threads import threads_for_step
 from .tree import greedy_path, shown_nodes
 from .verify import SampledVerifier, Verdict, verify_greedy, verify_sampled, verify_tree_sampled
 
@@ -120,12 +121,14 @@ class Generation:
         target = self.target.new_runner(self.vocab_limit, max_length, keep_hidden=reads_hidden)
         self._target_runner = target
         self.drafts_tree = self.drafts_tree and hasattr(target, "forward_tree")  # a runner without trees: chains
-        prefill(target, self.drafter, seq, max_length)
+        with threads_for_step(self.target.device, self.target.dtype):
+            prefill(target, self.drafter, seq, max_length)
         while True:
             remaining = self.settings.max_new_tokens - len(self.token_ids)
             planned = self.schedule.next_k() if self.drafter is not None else 0
             k = min(planned, remaining - 1)  # never overshoot max_new_tokens
-            event = self._step(len(self.events), k, seq, target, remaining)
+            with threads_for_step(self.target.device, self.target.dtype):  # not across the yield below
+                event = self._step(len(self.events), k, seq, target, remaining)
             event.k_planned = planned
             self.events.append(event)
             self.token_ids += event.emitted_ids

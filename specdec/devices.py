@@ -4,7 +4,7 @@ fixed per-forward overhead; datasheet presets, and this machine measured at runt
 Row curve (measured devices only): the time per weight byte of a linear layer over M input rows, measured at
 a few M (ROW_COUNTS, PREFILL_ROWS) on weights too big for the caches, so that every product streams its
 weights from memory as decoding does, through the same kernels as the static runner (its float16 weight
-copies on a float32 CPU: fp16_weights.py). A CPU BLAS can run a product of a few rows far below both the
+copies on a float32 CPU: packed_weights.py). A CPU BLAS can run a product of a few rows far below both the
 bandwidth roof and the square matmul's peak (on the 2-core development machine, MKL's float32 GEMM took
 ~2.7x as long for 5 rows as for 1; the float16-weight GEMM ~1.25x), so on this machine the cost model
 times the weight products by this curve instead of the roofline. The GPU
@@ -31,7 +31,7 @@ from typing import Callable, Optional
 
 import torch
 
-from .fp16_weights import linear, weights_for
+from .packed_weights import linear, weights_for
 
 THIS_MACHINE = "this-machine"
 
@@ -178,7 +178,7 @@ def weight_matrices(device: torch.device, dtype: torch.dtype) -> list[torch.Tens
 
 def products_s(weights: list[torch.Tensor], rows: int, device: torch.device) -> float:
     """Seconds of one product over `rows` rows ([1, rows, inputs], as the static runner calls it, through
-    float16 weight copies where it would make them: fp16_weights.py) per matrix, in turn."""
+    the packed weight copies where it would make them: packed_weights.py) per matrix, in turn."""
     inputs = {w.shape[1]: torch.full((1, rows, w.shape[1]), 0.01, device=device, dtype=w.dtype) for w in weights}
     calls = [(inputs[w.shape[1]], weights_for(w)) for w in weights]
     return _timed(lambda: [linear(x, w) for x, w in calls], device, repeats=2)

@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-from . import fetch, fp16_weights, presets
+from . import fetch, packed_weights, presets
 from .backend import HFEagerRunner
 from .compat import check_compatible, describe_vocab_mismatch, shared_vocab_size  # noqa: F401 (re-exported)
 from .errors import InvalidSettingsError, LocalPathsDisabledError, ModelLoadError, OfflineError
@@ -68,8 +68,8 @@ class LoadedModel:
 
     @property
     def param_bytes(self) -> int:
-        """The weights: parameters, plus the float16 copies the static runner made of them (fp16_weights.py)."""
-        return fp16_weights.weight_bytes(self.model)
+        """The weights: parameters, plus the packed copies the static runner made of them (packed_weights.py)."""
+        return packed_weights.weight_bytes(self.model)
 
     @property
     def memory_bytes(self) -> int:
@@ -84,7 +84,8 @@ class LoadedModel:
     def runner_kind(self) -> str:
         if not self.uses_static_runner:
             return "hf-eager"
-        return "static, float16 weight copies" if fp16_weights.has_copies(self.model) else "static"
+        copies = packed_weights.copy_kind(self.model)
+        return f"static, {copies}" if copies else "static"
 
     def new_runner(self, vocab_limit: int, max_length: int, keep_hidden: bool = False):
         """A fresh KV cache for one sequence of at most max_length positions (keep_hidden: see backend.py);
@@ -156,7 +157,6 @@ def resolve_device(device: str = "auto") -> torch.device:
 
 
 BF16_MIN_PARAMS = 50_000_000  # chosen, not a measured crossover: small models stay float32 (docs/models.md)
-BF16_CPU_FLAGS = {"avx512_bf16", "amx_bf16"}  # x86 instructions that compute bf16 natively
 
 
 def resolve_dtype(dtype: str, device: torch.device, source: str | None = None) -> torch.dtype:
@@ -165,23 +165,12 @@ def resolve_dtype(dtype: str, device: torch.device, source: str | None = None) -
     if dtype == "auto":
         if device.type == "cuda":
             return torch.bfloat16
-        if device.type == "cpu" and cpu_has_native_bf16() and is_large_model(source):
+        if device.type == "cpu" and packed_weights.cpu_has_native_bf16() and is_large_model(source):
             return torch.bfloat16
         return torch.float32
     if dtype not in DTYPES:
         raise ModelLoadError(f"Unknown dtype {dtype!r}: use auto, {', '.join(DTYPES)}")
     return DTYPES[dtype]
-
-
-@functools.cache
-def cpu_has_native_bf16() -> bool:
-    """From /proc/cpuinfo's flags (Linux); elsewhere False, so auto stays float32."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), [])
-    except OSError:
-        return False
-    return bool(BF16_CPU_FLAGS & set(flags))
 
 
 def is_large_model(source: str | None) -> bool:

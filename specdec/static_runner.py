@@ -3,8 +3,11 @@ overhead, rollback by moving an index. It reuses the Hugging Face module's weigh
 tables and performs the same operations in the same order as transformers' Llama code, so greedy
 outputs stay token-identical (tests compare its logits and outputs with the HF eager path). On CPU in
 float32, linear layers whose weights are exact in float16 read float16 copies with float32 maths
-(fp16_weights.py): the same numbers, summed in another order, at half the memory traffic.
-Models it does not fit use HFEagerRunner."""
+(packed_weights.py): the same numbers, summed in another order, at half the memory traffic.
+Below float32 (bfloat16, float16), a forward of new tokens after the prefill attends row by row, each token
+over exactly the keys a one-token forward would give it: SDPA's result for a query row depends on how many
+query rows share the call (in bfloat16 it flipped one greedy token in ~25 on SmolLM2), so verification would
+otherwise not score a token as target-only decoding does. Models it does not fit use HFEagerRunner."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -15,7 +18,7 @@ import torch.nn.functional as F
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 from .backend import TimedRunner
-from .fp16_weights import linear, linear_weights
+from .packed_weights import linear, linear_weights
 
 SUPPORTED = ("LlamaForCausalLM", "Qwen2ForCausalLM")
 STATIC_ROPE_TYPES = ("default", "linear", "llama3")
@@ -56,6 +59,7 @@ class StaticLlamaRunner(TimedRunner):
         self.head = linear_weights(model.lm_head)
         self.scaling = layers[0].self_attn.scaling
         self.groups = self.heads // self.kv_heads
+        self.exact_rows = dtype != torch.float32  # attend row by row after the prefill (module docstring)
 
     def rollback(self, length: int) -> None:
         self.length = min(self.length, length)  # later writes overwrite the stale positions
@@ -77,8 +81,9 @@ class StaticLlamaRunner(TimedRunner):
             mask = None
         if mask is None and n > 1:  # new token i sees every cached position and new tokens 0..i
             mask = torch.ones(n, start + n, dtype=torch.bool, device=self.device).tril(diagonal=start)
+        rows = visible_rows(mask, self._tree is None) if self.exact_rows and n > 1 and start > 0 else None
         for index, w in enumerate(self.layers):
-            hidden = hidden + self._attend(w, rms_norm(hidden, *w.input_norm), index, start, n, cos, sin, mask)
+            hidden = hidden + self._attend(w, rms_norm(hidden, *w.input_norm), index, start, n, cos, sin, mask, rows)
             normed = rms_norm(hidden, *w.post_norm)
             gate = w.act(linear(normed, w.gate))
             hidden = hidden + linear(gate * linear(normed, w.up), w.down)
@@ -88,7 +93,7 @@ class StaticLlamaRunner(TimedRunner):
         logits = linear(hidden, self.head)  # [1, n or 1, V_model]
         return logits[0, :, : self.vocab_limit].float()
 
-    def _attend(self, w, hidden, index, start, n, cos, sin, mask):
+    def _attend(self, w, hidden, index, start, n, cos, sin, mask, rows):
         q = linear(hidden, w.q).view(1, n, -1, self.head_dim).transpose(1, 2)
         k = linear(hidden, w.k).view(1, n, -1, self.head_dim).transpose(1, 2)
         v = linear(hidden, w.v).view(1, n, -1, self.head_dim).transpose(1, 2)
@@ -96,16 +101,37 @@ class StaticLlamaRunner(TimedRunner):
         self.keys[index][:, :, start : start + n] = k
         self.values[index][:, :, start : start + n] = v
         keys, values = self.keys[index][:, :, : start + n], self.values[index][:, :, : start + n]
-        # enable_gqa: query head h reads kv head h // groups in place (repeat_kv's copy cost ~25% of a step here)
-        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=self.scaling,
-                                             enable_gqa=self.groups > 1)  # [1, h, n, hd]
+        if rows is not None:  # each row over its own keys, unmasked: what a one-token forward computes
+            out = torch.cat([self._sdpa(q[:, :, i : i + 1], _take(keys, seen), _take(values, seen), None)
+                             for i, seen in enumerate(rows)], dim=2)
+        else:
+            out = self._sdpa(q, keys, values, mask)  # [1, h, n, hd]
         out = out.transpose(1, 2).reshape(1, n, -1)
         return linear(out, w.o)
+
+    def _sdpa(self, q, keys, values, mask):
+        # enable_gqa: query head h reads kv head h // groups in place (repeat_kv's copy cost ~25% of a step here)
+        return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=self.scaling,
+                                              enable_gqa=self.groups > 1)
+
+
+def visible_rows(mask: torch.Tensor, causal: bool) -> list:
+    """Per new token, the cache positions it attends to (mask [n, length], bool): a length for a causal
+    chain (a prefix), else an index tensor (a tree node: the cache before the tree, its ancestors, itself,
+    in position order, which is depth order)."""
+    if causal:
+        return [int(count) for count in mask.sum(dim=1).tolist()]
+    return [row.nonzero().squeeze(1) for row in mask]
+
+
+def _take(cache: torch.Tensor, seen) -> torch.Tensor:
+    """cache [1, kv_heads, length, hd] -> the positions `seen` (a prefix length or an index tensor)."""
+    return cache[:, :, :seen] if isinstance(seen, int) else cache.index_select(2, seen)
 
 
 class LayerWeights(NamedTuple):
     input_norm: tuple  # (weight, eps)
-    q: tuple  # (weight, bias or None), or an Fp16Linear (fp16_weights.py)
+    q: tuple  # (weight, bias or None), or an Fp16Linear (packed_weights.py)
     k: tuple
     v: tuple
     o: tuple

@@ -18,7 +18,7 @@ def tiny_folder(tmp_path_factory):
 
 @pytest.fixture
 def native_bf16(monkeypatch):
-    monkeypatch.setattr(loading, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(loading.packed_weights, "cpu_has_native_bf16", lambda: True)
 
 
 def test_cuda_auto_is_bfloat16():
@@ -26,7 +26,7 @@ def test_cuda_auto_is_bfloat16():
 
 
 def test_a_cpu_without_native_bf16_stays_float32_for_every_model(monkeypatch, tiny_folder):
-    monkeypatch.setattr(loading, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(loading.packed_weights, "cpu_has_native_bf16", lambda: False)
     for source in (tiny_folder, "HuggingFaceTB/SmolLM2-1.7B-Instruct", None):
         assert resolve_dtype("auto", CPU, source) == torch.float32
 

@@ -58,3 +58,20 @@ def test_both_runners_give_the_same_greedy_output(tmp_path, k):
         assert generate(target, draft, IDS[:5], settings).token_ids == static
     finally:
         target.backend = draft.backend = "auto"
+
+
+def test_a_chain_token_attends_row_by_row_to_the_prefix_a_one_token_forward_sees():
+    from specdec.static_runner import visible_rows
+
+    mask = torch.ones(3, 7, dtype=torch.bool).tril(diagonal=4)  # 4 cached positions, 3 new tokens
+    assert visible_rows(mask, causal=True) == [5, 6, 7]
+
+
+def test_a_tree_node_attends_row_by_row_to_the_cache_its_ancestors_and_itself_in_depth_order():
+    from specdec.static_runner import visible_rows
+    from specdec.tree import ancestor_mask
+
+    parents = [-1, -1, 0, 2]  # nodes 0 and 1 under the root, 2 under 0, 3 under 2
+    mask = torch.cat([torch.ones(5, 2, dtype=torch.bool), ancestor_mask(parents, torch.device("cpu"))], dim=1)
+    rows = [r.tolist() for r in visible_rows(mask, causal=False)]
+    assert rows == [[0, 1, 2], [0, 1, 2, 3], [0, 1, 2, 4], [0, 1, 2, 3, 5], [0, 1, 2, 3, 5, 6]]

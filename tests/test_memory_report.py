@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from specdec import DecodeSettings, fp16_weights, generate, load_drafter, load_model
+from specdec import DecodeSettings, packed_weights, generate, load_drafter, load_model
 from specdec.cli import main
 from specdec.events import PEAK_CPU, PEAK_CUDA, MemoryReport
 from specdec.loading import LoadedModel
@@ -33,10 +33,10 @@ def llama_parameters(c: dict) -> int:
 
 
 def weight_bytes(c: dict) -> int:
-    """float32 parameters, plus the static runner's float16 copy of every matrix (fp16_weights.py: the lab
+    """float32 parameters, plus the static runner's float16 copy of every matrix (packed_weights.py: the lab
     models' weights are all float16 values), norms excepted."""
     norms = (2 * c["num_hidden_layers"] + 1) * c["hidden_size"]
-    copies = llama_parameters(c) - norms if fp16_weights.enabled() else 0
+    copies = llama_parameters(c) - norms if packed_weights.fp16_available() else 0
     return llama_parameters(c) * FLOAT32 + copies * 2
 
 

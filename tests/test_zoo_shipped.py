@@ -61,6 +61,28 @@ def test_shipped_drafter_greedy_output_is_the_target_alone(name, target, prompt_
     assert result.token_ids == alone
 
 
+@pytest.fixture(scope="module")
+def bf16_target():
+    from specdec import packed_weights
+    from specdec.loading import load_model
+
+    if not packed_weights.bf16_available():
+        pytest.skip("this CPU does not compute bf16 natively: auto stays float32 here")
+    try:
+        return load_model("smollm2-135m-instruct", dtype="bfloat16")
+    except Exception as exc:  # offline without the cached conversion
+        pytest.skip(f"smollm2-135m-instruct not available: {exc}")
+
+
+@pytest.mark.parametrize("name", ("prompt-lookup", "smollm2-135m-eagle", "smollm2-135m-eagle-tree-60"))
+def test_in_bfloat16_through_packed_weights_greedy_output_is_the_target_alone(name, bf16_target, prompt_ids):
+    """What `auto` runs on a CPU with native bf16: verification forwards score each token as one-token
+    forwards do (tests/test_packed_weights.py), so the identity holds in bf16 too."""
+    alone_bf16 = generate(bf16_target, None, prompt_ids, SETTINGS).token_ids
+    result = generate(bf16_target, drafter(name, bf16_target), prompt_ids, SETTINGS)
+    assert result.token_ids == alone_bf16
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_shipped_drafter_greedy_acceptance_is_pinned(name, target, prompt_ids):
     m = generate(target, drafter(name, target), prompt_ids, SETTINGS).metrics

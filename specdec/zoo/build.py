@@ -63,7 +63,7 @@ class SharedLlama:
     @property
     def param_bytes(self) -> int:
         """The modules this drafter adds, with the float16 copies the static runner made of them."""
-        from ..fp16_weights import weight_bytes
+        from ..packed_weights import weight_bytes
 
         return sum(weight_bytes(module) for module in self.own_modules)
 

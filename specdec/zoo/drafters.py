@@ -17,7 +17,7 @@ from torch import nn
 
 from ..drafters.base import Drafter, Proposal, ProposalContext
 from ..drafters.model import ModelDrafter
-from ..fp16_weights import linear, linear_weights, weight_bytes
+from ..packed_weights import linear, linear_weights, weight_bytes
 from ..sampling import probabilities, sample
 from ..tree import MAX_TREE_DEPTH, GrowingTree, TreeProposal
 from .heads import EagleHead, LayerCache, MedusaHeads, param_bytes

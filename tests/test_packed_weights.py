@@ -1,16 +1,19 @@
-"""Float16 weight copies (specdec/fp16_weights.py): made only where exact, same maths, counted as weights."""
+"""Packed weight copies (specdec/packed_weights.py): float16 copies of float32 weights made only where exact,
+oneDNN-packed copies of bfloat16 weights where the CPU computes bf16 natively; same maths, counted as weights."""
 import pytest
 import torch
 
 from specdec import DecodeSettings, generate, load_model
-from specdec import fp16_weights
+from specdec import packed_weights
 from specdec.backend import HFEagerRunner
-from specdec.fp16_weights import Fp16Linear, exact_in_float16, linear, weights_for
+from specdec.packed_weights import Bf16Linear, Fp16Linear, exact_in_float16, linear, weights_for
 from specdec.static_runner import StaticLlamaRunner
 from tiny_models import build_model, save, tiny_config
 
 IDS = [4, 8, 15, 16, 23, 42, 7, 1, 3, 9, 11, 2]
-needs_fbgemm = pytest.mark.skipif(not fp16_weights.enabled(), reason="this torch has no FBGEMM float16 GEMM")
+needs_fbgemm = pytest.mark.skipif(not packed_weights.fp16_available(), reason="this torch has no FBGEMM float16 GEMM")
+needs_native_bf16 = pytest.mark.skipif(not packed_weights.bf16_available(),
+                                       reason="this CPU does not compute bf16 natively (or oneDNN is missing)")
 
 
 def float16_valued(model):
@@ -57,9 +60,57 @@ def test_a_weight_made_in_inference_mode_gets_a_copy():
     assert isinstance(weights_for(weight), Fp16Linear)
 
 
-def test_bfloat16_weights_are_left_to_torch():
+def test_bfloat16_weights_are_left_to_torch_on_a_cpu_without_native_bf16(monkeypatch):
+    monkeypatch.setattr(packed_weights, "cpu_has_native_bf16", lambda: False)
     weight = torch.randn(8, 4).to(torch.bfloat16)
     assert weights_for(weight)[0] is weight
+
+
+@needs_native_bf16
+def test_a_bfloat16_weight_gets_a_packed_copy_of_its_bytes():
+    weight = torch.randn(8, 4).to(torch.bfloat16)
+    copy = weights_for(weight)
+    assert isinstance(copy, Bf16Linear) and copy.nbytes == weight.numel() * 2
+
+
+@needs_native_bf16
+def test_the_packed_bfloat16_copy_computes_what_f_linear_computes():
+    weight, bias = torch.randn(48, 32).to(torch.bfloat16), torch.randn(48).to(torch.bfloat16)
+    hidden = torch.randn(1, 5, 32).to(torch.bfloat16)
+    expected = torch.nn.functional.linear(hidden.double(), weight.double(), bias.double())
+    torch.testing.assert_close(linear(hidden, weights_for(weight, bias)).double(), expected, rtol=2e-2, atol=2e-2)
+
+
+@needs_native_bf16
+@pytest.mark.parametrize("shape", [(1536, 576), (576, 576), (192, 576), (4096, 576)])
+def test_a_packed_bfloat16_row_does_not_depend_on_how_many_rows_are_multiplied_with_it(shape):
+    weights = weights_for(torch.randn(*shape).to(torch.bfloat16))
+    hidden = torch.randn(1, 64, shape[1]).to(torch.bfloat16)
+    every_row = linear(hidden, weights)
+    for start, rows in [(0, 1), (3, 1), (0, 2), (5, 5), (1, 9), (7, 17), (2, 33), (0, 61)]:
+        assert torch.equal(linear(hidden[:, start:start + rows], weights), every_row[:, start:start + rows])
+
+
+@pytest.fixture(scope="module")
+def bf16_model(tmp_path_factory):
+    return load_model(save(build_model(tiny_config("llama"), seed=0), tmp_path_factory.mktemp("bf16") / "m"),
+                      dtype="bfloat16")
+
+
+@needs_native_bf16
+def test_the_static_runner_uses_packed_bfloat16_weights_and_says_so(bf16_model):
+    StaticLlamaRunner(bf16_model.model, 96, max_length=16)
+    assert bf16_model.runner_kind == "static, oneDNN-packed bfloat16 weights"
+
+
+@needs_native_bf16
+def test_a_bfloat16_verification_forward_scores_each_token_as_one_token_forwards_do(bf16_model):
+    runner = StaticLlamaRunner(bf16_model.model, 96, max_length=32)
+    runner.prefill(IDS[:4])
+    together = runner.forward(IDS[4:9])
+    runner.rollback(4)
+    one_by_one = torch.cat([runner.forward([token]) for token in IDS[4:9]])
+    assert torch.equal(together, one_by_one)
 
 
 @needs_fbgemm
@@ -77,9 +128,9 @@ def test_the_static_runner_uses_copies_for_an_exact_model_and_says_so(exact_mode
 
 
 def test_switched_off_no_copy_is_made(monkeypatch):
-    monkeypatch.setenv("SPECDEC_FP16_WEIGHTS", "0")
-    weight = torch.randn(8, 4).half().float()
-    assert weights_for(weight)[0] is weight
+    monkeypatch.setenv("SPECDEC_PACKED_WEIGHTS", "0")
+    for weight in (torch.randn(8, 4).half().float(), torch.randn(8, 4).to(torch.bfloat16)):
+        assert weights_for(weight)[0] is weight
 
 
 @needs_fbgemm

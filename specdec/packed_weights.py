@@ -1,0 +1,175 @@
+"""CPU linear layers that read their weights from a packed copy made for the kernel that is fastest on
+this CPU for the few rows decoding and verification multiply.
+
+Decoding reads every weight once per forward, so on a CPU its speed is memory bandwidth and the kernel's
+fixed cost per call. Two copies, each made only where it computes with the same weight values:
+
+- **float16 copies of float32 weights** (`Fp16Linear`). FBGEMM's float16-weight GEMM
+  (torch.fbgemm_linear_fp16_weight_fp32_activation) reads half the bytes, widens them to float32 in
+  registers and keeps activations and sums in float32. On the 2-core AMD machine this project began on,
+  MKL's float32 GEMM streamed ~11 GB/s for one row and slowed 2-3x for 2 to 8 rows; SmolLM2-135M's 30
+  layers took ~15 ms instead of ~33 ms for one row, ~25 ms instead of ~83 ms for five
+  (scripts/measure_fp16_weights.py). A matrix gets one only when every float32 value survives
+  float32 -> float16 -> float32 unchanged (SmolLM2's weights, dequantised from Q4_1, all do).
+- **oneDNN-packed bfloat16 weights** (`Bf16Linear`), for a bfloat16 model on a CPU that computes bf16
+  natively (avx512_bf16 / AMX). torch.ops.mkldnn._linear_pointwise on a weight reordered once
+  (torch.ops.mkldnn._reorder_linear_weight, what torch.compile's CPU freezing does) skips the reorder
+  that F.linear repeats on every call: on the 2-core Xeon with AMX this project now runs on, a
+  1536x576 product took ~80 us for 1 to 5 rows instead of ~145 us, and SmolLM2-135M's forward 24 ms
+  for 1 token, 27 ms for 5, 28 ms for 9 (scripts/measure_runner_forward.py). Each row's result does not
+  depend on how many rows are multiplied with it (tests/test_packed_weights.py), so a verification
+  forward scores a token exactly as a one-token forward would.
+
+Either way only the order of the sums differs from torch's default kernel, as it would with any other
+kernel. Copies are made once per weight tensor and shared by every runner (and every drafter that shares
+the target's layers); they live as long as the weight and count as weights in the memory report.
+SPECDEC_PACKED_WEIGHTS=0 switches both off (every linear then goes through F.linear).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import warnings
+import weakref
+from typing import NamedTuple, Optional
+
+import torch
+import torch.nn.functional as F
+
+warnings.filterwarnings("ignore", message=r"fbgemm_\w+ is deprecated")  # no successor for float32 activations yet
+_LOCK = threading.Lock()
+# id(weight) -> (the weight's version counter when copied, its copy or None: no copy for this weight)
+_COPIES: dict[int, tuple[int, Optional["PackedLinear"]]] = {}
+BF16_CPU_FLAGS = {"avx512_bf16", "amx_bf16"}  # x86 instructions that compute bf16 natively
+
+
+class Fp16Linear(NamedTuple):
+    packed: torch.Tensor  # FBGEMM's packed float16 matrix of a weight [out, in]
+    bias: torch.Tensor  # [out]: the layer's bias, or zeros (FBGEMM needs one)
+    nbytes: int  # bytes of the copy
+
+
+class Bf16Linear(NamedTuple):
+    packed: torch.Tensor  # oneDNN's reordered bfloat16 matrix of a weight [out, in]
+    bias: Optional[torch.Tensor]  # [out] or None
+    nbytes: int  # bytes of the copy
+
+
+PackedLinear = (Fp16Linear, Bf16Linear)
+
+
+def enabled() -> bool:
+    return os.environ.get("SPECDEC_PACKED_WEIGHTS", "1").strip().lower() not in {"0", "off", "false", "no"}
+
+
+def fp16_available() -> bool:
+    return enabled() and hasattr(torch, "fbgemm_pack_gemm_matrix_fp16") and \
+        "fbgemm" in torch.backends.quantized.supported_engines
+
+
+def bf16_available() -> bool:
+    return enabled() and cpu_has_native_bf16() and torch.backends.mkldnn.is_available() and \
+        hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
+
+
+@functools.cache
+def cpu_has_native_bf16() -> bool:
+    """From /proc/cpuinfo's flags (Linux); elsewhere False."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return bool(BF16_CPU_FLAGS & set(flags))
+
+
+def exact_in_float16(weight: torch.Tensor) -> bool:
+    return bool(torch.equal(weight.to(torch.float16).to(weight.dtype), weight))
+
+
+def linear_weights(module: torch.nn.Linear):
+    """What `linear` takes for this layer: a packed copy where one can stand in for the weight, else
+    (weight, bias) for F.linear."""
+    return weights_for(module.weight, module.bias)
+
+
+def weights_for(weight: torch.Tensor, bias: Optional[torch.Tensor] = None):
+    """linear_weights for a bare weight [out, in] and bias [out] (or None)."""
+    maker = _maker(weight)
+    if maker is None:
+        return weight, bias
+    with _LOCK:
+        known = _COPIES.get(id(weight))
+        if known is None:
+            weakref.finalize(weight, _COPIES.pop, id(weight), None)
+        version = -1 if weight.is_inference() else weight._version  # inference tensors keep no counter
+        if known is None or known[0] != version:  # new, or changed in place since it was copied
+            known = _COPIES[id(weight)] = (version, maker(weight, bias))
+    copy = known[1]
+    return copy if copy is not None else (weight, bias)
+
+
+def _maker(weight: torch.Tensor):
+    if weight.device.type != "cpu":
+        return None
+    if weight.dtype == torch.float32 and fp16_available():
+        return _fp16_copy
+    if weight.dtype == torch.bfloat16 and bf16_available():
+        return _bf16_copy
+    return None
+
+
+def _fp16_copy(weight: torch.Tensor, bias: Optional[torch.Tensor]) -> Optional[Fp16Linear]:
+    if not exact_in_float16(weight):
+        return None
+    try:
+        packed = torch.fbgemm_pack_gemm_matrix_fp16(weight.detach())
+    except RuntimeError:  # a CPU FBGEMM cannot run on
+        return None
+    bias = bias.detach() if bias is not None else torch.zeros(weight.shape[0], dtype=weight.dtype)
+    return Fp16Linear(packed, bias, weight.numel() * 2)
+
+
+def _bf16_copy(weight: torch.Tensor, bias: Optional[torch.Tensor]) -> Optional[Bf16Linear]:
+    try:
+        packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach().contiguous(), 1)  # 1: batch-1 rows
+    except RuntimeError:  # a oneDNN build without this CPU's bf16 kernels
+        return None
+    return Bf16Linear(packed, bias.detach() if bias is not None else None, weight.numel() * 2)
+
+
+def linear(hidden: torch.Tensor, weights) -> torch.Tensor:
+    """hidden [..., in] -> [..., out] through a packed copy or (weight, bias)."""
+    if isinstance(weights, Fp16Linear):
+        return torch.fbgemm_linear_fp16_weight_fp32_activation(hidden.contiguous(), weights.packed, weights.bias)
+    if isinstance(weights, Bf16Linear):
+        return torch.ops.mkldnn._linear_pointwise(hidden.contiguous(), weights.packed, weights.bias, "none", [], "")
+    return F.linear(hidden, *weights)
+
+
+def weight_bytes(module: torch.nn.Module) -> int:
+    """A module's weights in memory: its parameters plus the packed copies made of them."""
+    return sum(p.numel() * p.element_size() for p in module.parameters()) + copy_bytes(module)
+
+
+def _copies(module: torch.nn.Module) -> list:
+    with _LOCK:
+        copies = [_COPIES.get(id(p), (0, None))[1] for p in module.parameters()]
+    return [c for c in copies if c is not None]
+
+
+def copy_bytes(module: torch.nn.Module) -> int:
+    """Bytes of the packed copies made so far for this module's weights."""
+    return sum(c.nbytes for c in _copies(module))
+
+
+def copy_kind(module: torch.nn.Module) -> Optional[str]:
+    """What the runner label says of the copies: 'float16 weight copies', 'oneDNN-packed bfloat16
+    weights', or None (no copies)."""
+    kinds = {type(c) for c in _copies(module)}
+    if Fp16Linear in kinds:
+        return "float16 weight copies"
+    if Bf16Linear in kinds:
+        return "oneDNN-packed bfloat16 weights"
+    return None
