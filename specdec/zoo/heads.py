@@ -16,6 +16,8 @@ import torch.nn.functional as F
 from torch import nn
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRMSNorm, apply_rotary_pos_emb
 
+from ..packed_weights import linear, linear_weights
+
 
 def rms_norm(hidden: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """transformers' LlamaRMSNorm, op for op."""
@@ -42,9 +44,9 @@ def _project(layer: LlamaDecoderLayer, hidden: torch.Tensor, cos, sin):
     attn = layer.self_attn
     b, t, _ = hidden.shape
     hd = attn.head_dim
-    q = attn.q_proj(hidden).view(b, t, -1, hd).transpose(1, 2)
-    k = attn.k_proj(hidden).view(b, t, -1, hd).transpose(1, 2)
-    v = attn.v_proj(hidden).view(b, t, -1, hd).transpose(1, 2)
+    q = _linear(attn.q_proj, hidden).view(b, t, -1, hd).transpose(1, 2)
+    k = _linear(attn.k_proj, hidden).view(b, t, -1, hd).transpose(1, 2)
+    v = _linear(attn.v_proj, hidden).view(b, t, -1, hd).transpose(1, 2)
     q, k = apply_rotary_pos_emb(q, k, cos, sin)
     return q, k, v
 
@@ -52,7 +54,15 @@ def _project(layer: LlamaDecoderLayer, hidden: torch.Tensor, cos, sin):
 def _mlp(layer: LlamaDecoderLayer, hidden: torch.Tensor) -> torch.Tensor:
     normed = layer.post_attention_layernorm(hidden)
     mlp = layer.mlp
-    return hidden + mlp.down_proj(mlp.act_fn(mlp.gate_proj(normed)) * mlp.up_proj(normed))
+    return hidden + _linear(mlp.down_proj, mlp.act_fn(_linear(mlp.gate_proj, normed)) * _linear(mlp.up_proj, normed))
+
+
+def _linear(module: nn.Linear, hidden: torch.Tensor) -> torch.Tensor:
+    """The module's product; when drafting (no autograd), through its packed copy where one exists
+    (packed_weights.py: oneDNN-packed bfloat16 on a CPU that computes bf16 natively)."""
+    if torch.is_grad_enabled():
+        return module(hidden)
+    return linear(hidden, linear_weights(module))
 
 
 def _expand_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
@@ -128,7 +138,7 @@ class EagleHead(nn.Module):
             self.fc.weight[:, :d] = torch.eye(d)
 
     def inputs(self, features: torch.Tensor, token_embeddings: torch.Tensor) -> torch.Tensor:
-        return self.fc(torch.cat([features, token_embeddings * self.EMB_SCALE], dim=-1))
+        return _linear(self.fc, torch.cat([features, token_embeddings * self.EMB_SCALE], dim=-1))
 
     def forward_sequences(self, x: torch.Tensor, cos, sin, return_kv: bool = False):
         """Training and teacher-forced use: inputs [B, T, d] -> predicted features [B, T, d] (and each
@@ -163,7 +173,7 @@ class ResBlock(nn.Module):
         nn.init.zeros_(self.linear.bias)
 
     def forward(self, x):
-        return x + F.silu(self.linear(x))
+        return x + F.silu(_linear(self.linear, x))
 
 
 class MedusaHeads(nn.Module):
@@ -219,7 +229,7 @@ class LayerCache:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=layer.self_attn.scaling,
                                                  enable_gqa=self.groups > 1)
             out = out.transpose(1, 2).reshape(1, n, -1)
-            hidden = _mlp(layer, hidden + layer.self_attn.o_proj(out))
+            hidden = _mlp(layer, hidden + _linear(layer.self_attn.o_proj, out))
         self.length += n
         return hidden[0]
 
