@@ -1,7 +1,7 @@
 """Time SmolLM2-135M-shaped linear layers with float32 weights (F.linear, MKL) against the static runner's
 float16 weight copies (specdec/packed_weights.py), over 1 to 8 rows, and the output head alone.
 
-    OMP_WAIT_POLICY=PASSIVE python scripts/measure_packed_weights.py
+    OMP_WAIT_POLICY=PASSIVE python scripts/measure_fp16_weights.py
 
 All 30 layers' matrices are distinct (426 MB in float32, beyond the caches), so each product streams its
 weights from memory as decoding does. Median of 7 passes per row count; both paths in the same run."""

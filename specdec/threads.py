@@ -18,7 +18,7 @@ from typing import Iterator, Optional
 import torch
 
 
-def step_threads(device: torch.device, dtype: torch.dtype) -> Optional[int]:
+def step_threads(device: torch.device, dtype: Optional[torch.dtype]) -> Optional[int]:
     """The thread count a step of this run computes on, or None for torch's own."""
     if device.type != "cpu":
         return None
@@ -30,7 +30,7 @@ def step_threads(device: torch.device, dtype: torch.dtype) -> Optional[int]:
 
 
 @contextlib.contextmanager
-def threads_for_step(device: torch.device, dtype: torch.dtype) -> Iterator[None]:
+def threads_for_step(device: torch.device, dtype: Optional[torch.dtype]) -> Iterator[None]:
     """Run the body on step_threads(...) threads, then restore torch's count."""
     wanted, before = step_threads(device, dtype), torch.get_num_threads()
     if wanted is None or wanted == before:
