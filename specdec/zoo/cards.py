@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from ..threads import threads_for_step
 from .evaluate import NEW_TOKENS, evaluate
 from .prompts import KINDS, heldout_prompts
 
@@ -53,10 +54,12 @@ def measure_all(out: Path, prompts_per_kind: int = 2, log=print) -> dict:
         tree_figures = evaluate(target, trees, prompts, log=log)
         measured = {key: {**measured[key], **tree_figures[key]} for key in measured}
     param_bytes = {n: d.param_bytes() for n, d in {**drafters, **trees}.items()}
+    with threads_for_step(target.device, target.dtype):
+        threads = torch.get_num_threads()  # what a decoding step computes on
     return {"figures": measured["figures"], "best_k_greedy_chat": measured["best_k"], "seconds": time.time() - started,
             "target_dtype": str(target.dtype).replace("torch.", ""), "runner": target.runner_kind,
             "prompts": heldout_prompts(prompts_per_kind),
-            "machine": f"{platform.machine()} CPU, {torch.get_num_threads()} threads, torch {torch.__version__}",
+            "machine": f"{platform.machine()} CPU, {threads} thread(s) per step, torch {torch.__version__}",
             "load_average": _loadavg(), "param_bytes": param_bytes}
 
 
