@@ -5,7 +5,6 @@ the weights must fit the cache's byte budget and the free memory (memory.py); lo
 released least recently used first (model_cache.py). Pair checks live in compat.py (re-exported)."""
 from __future__ import annotations
 
-import functools
 import gc
 import json
 import math

@@ -15,8 +15,9 @@ fixed cost per call. Two copies, each made only where it computes with the same 
   natively (avx512_bf16 / AMX). torch.ops.mkldnn._linear_pointwise on a weight reordered once
   (torch.ops.mkldnn._reorder_linear_weight, what torch.compile's CPU freezing does) skips the reorder
   that F.linear repeats on every call: on the 2-core Xeon with AMX this project now runs on, a
-  1536x576 product took ~80 us for 1 to 5 rows instead of ~145 us, and SmolLM2-135M's forward 24 ms
-  for 1 token, 27 ms for 5, 28 ms for 9 (scripts/measure_runner_forward.py). Each row's result does not
+  1536x576 product streamed from memory took ~80 us for 1 to 5 rows instead of ~145 us, and a SmolLM2-135M
+  forward as a step runs it (one thread, threads.py) 35 ms for 1 token, 40 ms for 5, 43 ms for 9
+  (scripts/measure_runner_forward.py). Each row's result does not
   depend on how many rows are multiplied with it (tests/test_packed_weights.py), so a verification
   forward scores a token exactly as a one-token forward would.
 
