@@ -41,7 +41,7 @@ import torch.nn.functional as F
 warnings.filterwarnings("ignore", message=r"fbgemm_\w+ is deprecated")  # no successor for float32 activations yet
 _LOCK = threading.Lock()
 # id(weight) -> (the weight's version counter when copied, its copy or None: no copy for this weight)
-_COPIES: dict[int, tuple[int, Optional["PackedLinear"]]] = {}
+_COPIES: dict[int, tuple[int, Optional["Fp16Linear | Bf16Linear"]]] = {}
 BF16_CPU_FLAGS = {"avx512_bf16", "amx_bf16"}  # x86 instructions that compute bf16 natively
 
 
@@ -56,8 +56,6 @@ class Bf16Linear(NamedTuple):
     bias: Optional[torch.Tensor]  # [out] or None
     nbytes: int  # bytes of the copy
 
-
-PackedLinear = (Fp16Linear, Bf16Linear)
 
 
 def enabled() -> bool:

@@ -1,12 +1,13 @@
 """A lean runner for Llama-family models: preallocated (static) KV cache, no per-call framework
 overhead, rollback by moving an index. It reuses the Hugging Face module's weights and rotary
 tables and performs the same operations in the same order as transformers' Llama code, so greedy
-outputs stay token-identical (tests compare its logits and outputs with the HF eager path). On CPU in
-float32, linear layers whose weights are exact in float16 read float16 copies with float32 maths
-(packed_weights.py): the same numbers, summed in another order, at half the memory traffic.
-Below float32 (bfloat16, float16), a forward of new tokens after the prefill attends row by row, each token
-over exactly the keys a one-token forward would give it: SDPA's result for a query row depends on how many
-query rows share the call (in bfloat16 it flipped one greedy token in ~25 on SmolLM2), so verification would
+outputs stay token-identical (tests compare its logits and outputs with the HF eager path). On CPU,
+linear layers read packed copies of their weights (packed_weights.py): float16 copies with float32 maths
+for float32 weights exact in float16, oneDNN-packed copies for bfloat16 weights where the CPU computes
+bf16 natively; the same numbers, summed in another order. Below float32 (bfloat16, float16), a forward of
+new tokens after the prefill attends row by row, each token over exactly the keys a one-token forward
+would give it: SDPA's result for a query row depends on how many query rows share the call (in bfloat16,
+prompt lookup's greedy output on SmolLM2 left the target's at its 17th token), so verification would
 otherwise not score a token as target-only decoding does. Models it does not fit use HFEagerRunner."""
 from __future__ import annotations
 
@@ -131,7 +132,7 @@ def _take(cache: torch.Tensor, seen) -> torch.Tensor:
 
 class LayerWeights(NamedTuple):
     input_norm: tuple  # (weight, eps)
-    q: tuple  # (weight, bias or None), or an Fp16Linear (packed_weights.py)
+    q: tuple  # (weight, bias or None), or a packed copy: Fp16Linear / Bf16Linear (packed_weights.py)
     k: tuple
     v: tuple
     o: tuple

@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from specdec import DecodeSettings, packed_weights, generate, load_drafter, load_model
+from specdec import DecodeSettings, generate, load_drafter, load_model, packed_weights
 from specdec.cli import main
 from specdec.events import PEAK_CPU, PEAK_CUDA, MemoryReport
 from specdec.loading import LoadedModel
