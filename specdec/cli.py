@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m specdec", description="SpecDec Lab: speculative decoding engine")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     gen = commands.add_parser("generate", help="generate with speculative decoding (or the target alone)")
-    add_model_arguments(gen, default_draft=presets.DEFAULT_DRAFT)
+    add_model_arguments(gen, default_draft=None)
     prompt = gen.add_mutually_exclusive_group(required=True)
     prompt.add_argument("--prompt", help="prompt text")
     prompt.add_argument("--prompt-ids", help="prompt token ids, comma separated (e.g. 1,2,3)")
@@ -69,7 +69,8 @@ def add_model_arguments(parser, default_draft):
     parser.add_argument("--target", default=presets.DEFAULT_TARGET, help="bundled name, hub id or folder")
     parser.add_argument("--draft", default=default_draft,
                         help="drafter: prompt-lookup, a draft model (bundled name, hub id, folder), a trained head "
-                             "(smollm2-135m-eagle, …), or none for the target-only baseline")
+                             "(smollm2-135m-eagle, …), or none for the target-only baseline (default: generate, "
+                             "the target's preset draft, prompt-lookup for other targets; bench, none)")
     chat = parser.add_mutually_exclusive_group()
     chat.add_argument("--chat", dest="chat", action="store_true", default=True,
                       help="wrap --prompt in the target's chat template where it has one (default)")
@@ -119,6 +120,8 @@ def prompt_ids(args, target) -> list[int]:
 def run_generate(args) -> int:
     from .decoding import generate
 
+    if args.draft is None:  # the target's default (presets.default_draft)
+        args.draft = presets.default_draft(args.target)
     check_generate_args(args)
     settings = DecodeSettings(args.max_new_tokens, args.k, args.temperature, args.top_k, args.top_p, args.seed,
                               k_schedule=args.k_schedule)

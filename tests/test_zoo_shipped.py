@@ -19,9 +19,9 @@ SETTINGS = DecodeSettings(max_new_tokens=24, k=4)
 # (accepted, drafted) at K=4, greedy, 24 new tokens, on PROMPT in the chat template
 PINS = {
     "smollm2-135m-draft": (3, 74),
-    "smollm2-135m-early-exit": (2, 78),
-    "smollm2-135m-medusa": (4, 76),
-    "smollm2-135m-eagle": (4, 70),
+    "smollm2-135m-early-exit": (3, 74),
+    "smollm2-135m-medusa": (5, 68),
+    "smollm2-135m-eagle": (5, 68),
 }
 
 

@@ -14,9 +14,10 @@ def add_parser(sub) -> None:
     zoo = sub.add_parser("zoo", help="build the SmolLM2-135M drafter zoo (data, training, cards)")
     zoo.add_argument("--stage", default="all", choices=["all", "data", "train", "cards"],
                      help="all = data + train + cards; data shards in --work are reused when present")
-    zoo.add_argument("--profile", default="more-data", choices=["more-data", "first", "eagle-2-layers", "tiny"],
-                     help="more-data: the shipped weights' recipe; first: the first, smaller one; eagle-2-layers: "
-                          "an experiment (a two-layer EAGLE head on more-data's data); tiny: seconds")
+    zoo.add_argument("--profile", default="bf16", choices=["bf16", "more-data", "first", "eagle-2-layers", "tiny"],
+                     help="bf16: the shipped weights' recipe (CPUs with native bfloat16); more-data: the float32 "
+                          "recipe with half its data (the weights shipped before); first: the first, smaller one; "
+                          "eagle-2-layers: an experiment (a two-layer EAGLE head on more-data's data); tiny: seconds")
     zoo.add_argument("--seed", type=int, default=0)
     zoo.add_argument("--out", default=None, help="folder for the drafters (default: assets/drafters)")
     zoo.add_argument("--work", default=None, help="data shards and logs (default: ~/.cache/specdec/zoo-work/<profile>)")
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> None:
     work = Path(args.work) if args.work else Path.home() / ".cache" / "specdec" / "zoo-work" / args.profile
     log = lambda s: print(s, flush=True)  # noqa: E731
     if args.stage != "cards":
-        model, tokenizer, folder = load_target_for_training()
+        model, tokenizer, folder = load_target_for_training(PROFILES[args.profile].dtype)
         only = tuple(args.only.split(",")) if args.only else NAMES
         summary = build_zoo(model, tokenizer, out, work, PROFILES[args.profile], seed=args.seed,
                             command=command_line(args), stage=args.stage if args.stage != "all" else "all",

@@ -1,7 +1,7 @@
 """Training data for the draft zoo: the target's own answers (self-distillation) and its features.
 
-``generate_with_features``: the target answers the instructions of prompts.py in batches (float32, even
-batches greedy, odd ones sampled at T = 0.7, up to ``max_new_tokens``) and, as it generates, keeps what
+``generate_with_features``: the target (in the profile's dtype) answers the instructions of prompts.py in
+batches (even batches greedy, odd ones sampled at T = 0.7, up to ``max_new_tokens``) and, as it generates, keeps what
 each drafter trains on: the final-norm hidden state (EAGLE / Medusa input), the hidden state after layer
 L (early-exit input) and the target's top-k next-token logits (distillation labels). One shard per batch,
 so an interrupted run resumes where it stopped; ``load_shards`` reads them back.

@@ -42,6 +42,7 @@ class TrainConfig:
     reg_weight: float = 0.1  # eagle: smooth-L1 feature regression weight
     medusa_heads: int = 4
     position_fraction: float = 1.0  # medusa: share of positions each head is trained on per batch (cost)
+    autocast: bool = False  # forward passes under bfloat16 autocast (float32 master weights and losses)
 
 
 def draft_vocabulary(records: list[dict], size: int, skip: int, eos_id: int, vocab_size: int = 0) -> torch.Tensor:
@@ -216,7 +217,8 @@ def _loop(batches: Batches, cfg: TrainConfig, trainer: Trainer, fn, w_full: torc
     total = trainer.total
     while trainer.step_i < total:
         for batch in batches.epoch(gen):
-            loss, agree, count = fn(batch)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.autocast):
+                loss, agree, count = fn(batch)
             trainer.step(loss, agree, count)
             if trainer.step_i >= total or trainer.out_of_time():
                 return {"steps": trainer.step_i, "planned_steps": total, "seconds": time.time() - trainer.start,
