@@ -13,6 +13,7 @@ import torch
 from playwright.sync_api import expect, sync_playwright
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from specdec.presets import DEFAULT_DRAFT
 from specdec.ui.launch import ROOT, app_process
 
 CHROMIUM = "/usr/bin/chromium"
@@ -153,6 +154,17 @@ def sweep_settings(page, ks: str, temperatures: str, tokens: int) -> None:
     field.press("Enter")
 
 
+def sweep_drafts(page, *names: str) -> None:
+    """The Sweep's drafts list set to `names`: the default draft (the default target's, which the lab pair
+    cannot use) out, each name typed in."""
+    page.locator(".token", has_text=DEFAULT_DRAFT).locator(".token-remove").click()
+    field = page.get_by_label("Drafts")
+    for name in names:
+        field.click()
+        field.fill(name)
+        field.press("Enter")
+
+
 def test_before_a_sweep_its_table_shows_its_headers_not_placeholders(page):
     page.get_by_role("tab", name="Sweep").click()
     headers = page.locator("#sweep-table thead th").all_inner_texts()
@@ -161,6 +173,7 @@ def test_before_a_sweep_its_table_shows_its_headers_not_placeholders(page):
 
 def test_a_tiny_sweep_marks_the_best_k_prominently_on_an_integer_k_axis(page):
     page.get_by_role("tab", name="Sweep").click()
+    sweep_drafts(page, "prompt-lookup")
     sweep_settings(page, "1-3", "0", 16)
     page.locator("#sweep-btn").click()
     expect(page.locator("#sweep-status")).to_contain_text("Sweep finished: 3 of 3 points measured.")

@@ -3,8 +3,7 @@ drafters draws the speedup-vs-extra-memory chart with its Pareto front, and the 
 import pytest
 from playwright.sync_api import expect
 
-from specdec.presets import DEFAULT_DRAFT
-from test_browser import LAB_PAIR, headers_fit, browser_page, sweep_settings, use_models
+from test_browser import LAB_PAIR, headers_fit, browser_page, sweep_drafts, sweep_settings, use_models
 
 expect.set_options(timeout=180_000)  # runs share 2 CPU cores with whatever else is running
 
@@ -18,14 +17,9 @@ def page(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def swept(page):
-    """prompt-lookup and lab-draft-small, typed into the drafts list for the default draft, at K = 1 and 4."""
+    """prompt-lookup and lab-draft-small in the drafts list, at K = 1 and 4."""
     page.get_by_role("tab", name="Sweep").click()
-    page.locator(".token", has_text=DEFAULT_DRAFT).locator(".token-remove").click()
-    drafts = page.get_by_label("Drafts")
-    for name in ("prompt-lookup", "lab-draft-small"):
-        drafts.click()
-        drafts.fill(name)
-        drafts.press("Enter")
+    sweep_drafts(page, "prompt-lookup", "lab-draft-small")
     sweep_settings(page, "1, 4", "0", 16)
     page.locator("#sweep-btn").click()
     expect(page.locator("#sweep-status")).to_contain_text("Sweep finished: 4 of 4 points measured.")

@@ -3,8 +3,7 @@
 import pytest
 from playwright.sync_api import expect
 
-from specdec.presets import DEFAULT_DRAFT
-from test_browser import LAB_PAIR, headers_fit, browser_page, sweep_settings, use_models
+from test_browser import LAB_PAIR, headers_fit, browser_page, sweep_drafts, sweep_settings, use_models
 
 expect.set_options(timeout=180_000)  # runs share 2 CPU cores with whatever else is running
 
@@ -32,9 +31,7 @@ def test_the_sweep_tab_has_a_k_schedules_control_set_to_constant(page):
 
 
 def test_a_sweep_of_two_schedules_draws_a_line_for_each_and_compares_them(page):
-    # the default draft (the default target's) out, the lab pair's distilled one in
-    page.locator(".token", has_text=DEFAULT_DRAFT).locator(".token-remove").click()
-    pick(page, "Drafts", LAB_PAIR[1])
+    sweep_drafts(page, LAB_PAIR[1])
     pick(page, "K schedules", "heuristic")
     sweep_settings(page, "1-2", "0", 8)
     page.locator("#sweep-btn").click()
