@@ -154,15 +154,20 @@ def sweep_settings(page, ks: str, temperatures: str, tokens: int) -> None:
     field.press("Enter")
 
 
+def pick(page, label: str, value: str) -> None:
+    """Adds a value to a multiselect dropdown by typing it."""
+    field = page.get_by_label(label)
+    field.click()
+    field.fill(value)
+    field.press("Enter")
+
+
 def sweep_drafts(page, *names: str) -> None:
     """The Sweep's drafts list set to `names`: the default draft (the default target's, which the lab pair
     cannot use) out, each name typed in."""
     page.locator(".token", has_text=DEFAULT_DRAFT).locator(".token-remove").click()
-    field = page.get_by_label("Drafts")
     for name in names:
-        field.click()
-        field.fill(name)
-        field.press("Enter")
+        pick(page, "Drafts", name)
 
 
 def test_before_a_sweep_its_table_shows_its_headers_not_placeholders(page):

@@ -3,7 +3,7 @@
 import pytest
 from playwright.sync_api import expect
 
-from test_browser import LAB_PAIR, headers_fit, browser_page, sweep_drafts, sweep_settings, use_models
+from test_browser import LAB_PAIR, headers_fit, browser_page, pick, sweep_drafts, sweep_settings, use_models
 
 expect.set_options(timeout=180_000)  # runs share 2 CPU cores with whatever else is running
 
@@ -14,14 +14,6 @@ def page(tmp_path_factory):
         use_models(page, *LAB_PAIR)
         page.get_by_role("tab", name="Sweep").click()
         yield page
-
-
-def pick(page, label: str, value: str) -> None:
-    """Adds a value to a multiselect dropdown by typing it."""
-    field = page.get_by_label(label)
-    field.click()
-    field.fill(value)
-    field.press("Enter")
 
 
 def test_the_sweep_tab_has_a_k_schedules_control_set_to_constant(page):
