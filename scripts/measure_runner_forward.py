@@ -41,13 +41,13 @@ def main() -> None:
         for _ in range(args.repeats + 1):
             runner.rollback(prefix)
             start = time.perf_counter()
-            with threads_for_step(target.device, target.dtype):  # as a decoding step runs it
+            with threads_for_step(target.device):  # as a decoding step runs it
                 runner.forward(list(range(1000, 1000 + n)))
             times.append(time.perf_counter() - start)
         medians[n] = statistics.median(times[1:])  # the first call warms up
         ratio = f"  ({medians[n] / medians[1]:.2f}x one token)" if 1 in medians else ""
         print(f"{n:3d} tokens: {1000 * medians[n]:6.1f} ms{ratio}", flush=True)
-    with threads_for_step(target.device, target.dtype):
+    with threads_for_step(target.device):
         threads = torch.get_num_threads()
     print(f"runner: {target.runner_kind}, {target.dtype}, torch {torch.__version__}, {threads} thread(s) per step")
 

@@ -121,14 +121,13 @@ class Generation:
         target = self.target.new_runner(self.vocab_limit, max_length, keep_hidden=reads_hidden)
         self._target_runner = target
         self.drafts_tree = self.drafts_tree and hasattr(target, "forward_tree")  # a runner without trees: chains
-        dtype = getattr(self.target, "dtype", None)  # (test doubles of a model may have none)
-        with threads_for_step(self.target.device, dtype):
+        with threads_for_step(self.target.device):
             prefill(target, self.drafter, seq, max_length)
         while True:
             remaining = self.settings.max_new_tokens - len(self.token_ids)
             planned = self.schedule.next_k() if self.drafter is not None else 0
             k = min(planned, remaining - 1)  # never overshoot max_new_tokens
-            with threads_for_step(self.target.device, dtype):  # not across the yield below
+            with threads_for_step(self.target.device):  # not across the yield below
                 event = self._step(len(self.events), k, seq, target, remaining)
             event.k_planned = planned
             self.events.append(event)

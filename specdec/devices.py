@@ -32,6 +32,7 @@ from typing import Callable, Optional
 import torch
 
 from .packed_weights import linear, weights_for
+from .threads import threads_for_step
 
 THIS_MACHINE = "this-machine"
 
@@ -258,15 +259,16 @@ def _measure(device: str) -> Device:
 
     resolved = resolve_device(device)
     started = time.perf_counter()
-    with torch.inference_mode():
+    with torch.inference_mode(), threads_for_step(resolved):  # on the threads a decoding step computes on
         bandwidth = measure_bandwidth(resolved)
         peak = measure_peak(resolved, torch.float32)
         curve = measure_row_curve(resolved, torch.float32)
         per_forward, per_layer = measure_overhead(resolved)
+        label = _machine_label(resolved)
     megabytes = BANDWIDTH_BYTES.get(resolved.type, BANDWIDTH_BYTES["cpu"]) >> 20
     streamed = sum(a * b for a, b in [*LAYER_SHAPES * STREAM_LAYERS, HEAD_SLICE]) * 4 >> 20
     rows = ", ".join(str(m) for m in ROW_COUNTS + PREFILL_ROWS)
-    return Device(THIS_MACHINE, _machine_label(resolved), bandwidth, {"float32": peak}, per_forward, per_layer,
+    return Device(THIS_MACHINE, label, bandwidth, {"float32": peak}, per_forward, per_layer,
                   row_curves={"float32": curve}, measured=True,
                   source=f"measured in {time.perf_counter() - started:.1f} s: the sum of a {megabytes} MB tensor, a "
                          f"square matmul, linear layers of {rows} rows over {streamed} MB of weights, the forwards "
@@ -286,7 +288,7 @@ def with_dtype(machine: Device, dtype: str, device: str = "auto", measure: bool 
         return machine
     if key not in _PEAKS:
         resolved = resolve_device(device)
-        with torch.inference_mode():
+        with torch.inference_mode(), threads_for_step(resolved):
             _PEAKS[key] = measure_peak(resolved, DTYPES[dtype]), measure_row_curve(resolved, DTYPES[dtype])
     peak, curve = _PEAKS[key]
     return replace(machine, peak_flops={**machine.peak_flops, dtype: peak}, row_curves={**machine.row_curves,

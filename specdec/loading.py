@@ -27,7 +27,7 @@ from .errors import InvalidSettingsError, LocalPathsDisabledError, ModelLoadErro
 from .memory import check_load_fits, check_run_fits, default_budget
 from .model_cache import ModelCache
 from .model_checks import check_causal_lm, check_loading_info, explain_load_failure, first_line
-from .static_runner import StaticLlamaRunner, supports_static
+from .static_runner import StaticLlamaRunner, attention_dtype, supports_static
 
 Progress = Optional[Callable[[str], None]]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -89,7 +89,8 @@ class LoadedModel:
     def new_runner(self, vocab_limit: int, max_length: int, keep_hidden: bool = False):
         """A fresh KV cache for one sequence of at most max_length positions (keep_hidden: see backend.py);
         refused with a message, before anything is allocated, when it would not fit in free memory."""
-        check_run_fits(self.name, self.model.config, self.dtype, self.device, max_length)
+        kv_dtype = attention_dtype(self.dtype, self.device) if self.uses_static_runner else self.dtype
+        check_run_fits(self.name, self.model.config, kv_dtype, self.device, max_length)
         if self.uses_static_runner:
             return StaticLlamaRunner(self.model, vocab_limit, max_length, keep_hidden)
         return HFEagerRunner(self.model, vocab_limit, keep_hidden)
@@ -159,12 +160,14 @@ BF16_MIN_PARAMS = 50_000_000  # chosen, not a measured crossover: small models s
 
 
 def resolve_dtype(dtype: str, device: torch.device, source: str | None = None) -> torch.dtype:
-    """`auto`: bfloat16 on CUDA; on a CPU, bfloat16 only when it computes bf16 natively and the model
-    (source: folder or hub id) has at least BF16_MIN_PARAMS parameters, else float32."""
+    """`auto`: bfloat16 on CUDA; on a CPU, bfloat16 only with AMX (packed_weights.cpu_has_amx_bf16: there bf16
+    products are row-exact and verification nearly flat) and a model (source: folder or hub id) of at least
+    BF16_MIN_PARAMS parameters, else float32 (with float16 weight copies where exact: on the avx512_bf16-only
+    AMD EPYC that decodes faster than bfloat16 and verifies exactly; docs/models.md)."""
     if dtype == "auto":
         if device.type == "cuda":
             return torch.bfloat16
-        if device.type == "cpu" and packed_weights.cpu_has_native_bf16() and is_large_model(source):
+        if device.type == "cpu" and packed_weights.cpu_has_amx_bf16() and is_large_model(source):
             return torch.bfloat16
         return torch.float32
     if dtype not in DTYPES:

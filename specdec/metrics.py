@@ -109,7 +109,8 @@ def measure_memory(target, drafter, target_runner, probe: Optional[MemoryProbe] 
     K drafts (k: the largest K the run's schedule may use) and, with a probe, its measured peak."""
     device = target.device
     config = getattr(getattr(target, "model", None), "config", None)  # absent on models without a transformers config
-    per_position = 0 if drafter is None else None if config is None else kv_bytes_per_position(config, target.dtype)
+    per_position = 0 if drafter is None else None if config is None else kv_bytes_per_position(
+        config, getattr(target_runner, "kv_dtype", None) or target.dtype)  # a static runner's cache may be wider
     return MemoryReport(
         device=str(device),
         target_param_bytes=target.param_bytes,

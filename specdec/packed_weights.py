@@ -14,12 +14,14 @@ fixed cost per call. Two copies, each made only where it computes with the same 
 - **oneDNN-packed bfloat16 weights** (`Bf16Linear`), for a bfloat16 model on a CPU that computes bf16
   natively (avx512_bf16 / AMX). torch.ops.mkldnn._linear_pointwise on a weight reordered once
   (torch.ops.mkldnn._reorder_linear_weight, what torch.compile's CPU freezing does) skips the reorder
-  that F.linear repeats on every call: on the 2-core Xeon with AMX this project now runs on, a
-  1536x576 product streamed from memory took ~80 us for 1 to 5 rows instead of ~145 us, and a SmolLM2-135M
-  forward as a step runs it (one thread, threads.py) 35 ms for 1 token, 40 ms for 5, 43 ms for 9
-  (scripts/measure_runner_forward.py). Each row's result does not
-  depend on how many rows are multiplied with it (tests/test_packed_weights.py), so a verification
-  forward scores a token exactly as a one-token forward would.
+  that F.linear repeats on every call: on the 2-core Xeon with AMX, a 1536x576 product streamed from
+  memory took ~80 us for 1 to 5 rows instead of ~145 us, and a SmolLM2-135M forward as a step runs it
+  (one thread, threads.py) 35 ms for 1 token, 40 ms for 5, 43 ms for 9 (scripts/measure_runner_forward.py).
+
+A verification forward scores a token exactly as a one-token forward would only where each row's result
+does not depend on how many rows are multiplied with it: true of the float16 copies, and of the bfloat16
+ones with AMX (tests/test_packed_weights.py); without AMX (avx512_bf16 only) oneDNN multiplies a single
+row with another kernel, which is why loading.resolve_dtype picks bfloat16 on a CPU only with AMX.
 
 Either way only the order of the sums differs from torch's default kernel, as it would with any other
 kernel. Copies are made once per weight tensor and shared by every runner (and every drafter that shares
@@ -72,15 +74,25 @@ def bf16_available() -> bool:
         hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
 
 
-@functools.cache
 def cpu_has_native_bf16() -> bool:
-    """From /proc/cpuinfo's flags (Linux); elsewhere False."""
+    return bool(BF16_CPU_FLAGS & cpu_flags())
+
+
+def cpu_has_amx_bf16() -> bool:
+    """AMX's bf16 tiles: the CPUs where oneDNN's bf16 product of a row does not depend on how many rows share
+    the call (measured on the Xeon; on the avx512_bf16-only AMD EPYC a 576x1536 product of one row differs
+    from the same row among several, tests/test_packed_weights.py)."""
+    return "amx_bf16" in cpu_flags()
+
+
+@functools.cache
+def cpu_flags() -> frozenset:
+    """From /proc/cpuinfo's flags (Linux); elsewhere none."""
     try:
         with open("/proc/cpuinfo") as info:
-            flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), [])
+            return frozenset(next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), []))
     except OSError:
-        return False
-    return bool(BF16_CPU_FLAGS & set(flags))
+        return frozenset()
 
 
 def exact_in_float16(weight: torch.Tensor) -> bool:

@@ -8,7 +8,10 @@ bf16 natively; the same numbers, summed in another order. Below float32 (bfloat1
 new tokens after the prefill attends row by row, each token over exactly the keys a one-token forward
 would give it: SDPA's result for a query row depends on how many query rows share the call (in bfloat16,
 prompt lookup's greedy output on SmolLM2 left the target's at its 17th token), so verification would
-otherwise not score a token as target-only decoding does. Models it does not fit use HFEagerRunner."""
+otherwise not score a token as target-only decoding does. On a CPU, attention runs in float32 over a float32
+KV cache whatever the weights' dtype (attention_dtype): torch's CPU SDPA kernel takes ~250 us a call in
+bfloat16 at SmolLM2's decode shapes against ~30 us in float32, which made row-by-row verification cost more
+than the layers' weights. Models it does not fit use HFEagerRunner."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -23,6 +26,12 @@ from .packed_weights import linear, linear_weights
 
 SUPPORTED = ("LlamaForCausalLM", "Qwen2ForCausalLM")
 STATIC_ROPE_TYPES = ("default", "linear", "llama3")
+
+
+def attention_dtype(dtype: torch.dtype, device: torch.device) -> torch.dtype:
+    """The dtype of the KV cache and the attention maths: float32 on a CPU (module docstring), else the
+    weights' own."""
+    return torch.float32 if device.type == "cpu" else dtype
 
 
 def supports_static(model) -> bool:
@@ -48,8 +57,9 @@ class StaticLlamaRunner(TimedRunner):
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
         shape = (1, self.kv_heads, max_length, self.head_dim)
         layers = model.model.layers
-        self.keys = [torch.empty(shape, dtype=dtype, device=self.device) for _ in layers]
-        self.values = [torch.empty(shape, dtype=dtype, device=self.device) for _ in layers]
+        self.kv_dtype = attention_dtype(dtype, self.device)
+        self.keys = [torch.empty(shape, dtype=self.kv_dtype, device=self.device) for _ in layers]
+        self.values = [torch.empty(shape, dtype=self.kv_dtype, device=self.device) for _ in layers]
         with torch.inference_mode():
             positions = torch.arange(max_length, device=self.device)[None]
             probe = torch.empty(0, dtype=dtype, device=self.device)
@@ -99,6 +109,7 @@ class StaticLlamaRunner(TimedRunner):
         k = linear(hidden, w.k).view(1, n, -1, self.head_dim).transpose(1, 2)
         v = linear(hidden, w.v).view(1, n, -1, self.head_dim).transpose(1, 2)
         q, k = apply_rotary_pos_emb(q, k, cos, sin)
+        dtype, q = q.dtype, q.to(self.kv_dtype)
         self.keys[index][:, :, start : start + n] = k
         self.values[index][:, :, start : start + n] = v
         keys, values = self.keys[index][:, :, : start + n], self.values[index][:, :, : start + n]
@@ -107,7 +118,7 @@ class StaticLlamaRunner(TimedRunner):
                              for i, seen in enumerate(rows)], dim=2)
         else:
             out = self._sdpa(q, keys, values, mask)  # [1, h, n, hd]
-        out = out.transpose(1, 2).reshape(1, n, -1)
+        out = out.to(dtype).transpose(1, 2).reshape(1, n, -1)
         return linear(out, w.o)
 
     def _sdpa(self, q, keys, values, mask):

@@ -1,5 +1,5 @@
-"""dtype="auto": bfloat16 on CUDA; on a CPU only where bf16 is native (avx512_bf16 / amx_bf16) and the
-model is large enough for halved weight traffic to pay; float32 everywhere else (docs/models.md)."""
+"""dtype="auto": bfloat16 on CUDA; on a CPU only with AMX (amx_bf16) and a model large enough for halved
+weight traffic to pay; float32 everywhere else, avx512_bf16 without AMX included (docs/models.md)."""
 import pytest
 import torch
 
@@ -17,33 +17,34 @@ def tiny_folder(tmp_path_factory):
 
 
 @pytest.fixture
-def native_bf16(monkeypatch):
-    monkeypatch.setattr(loading.packed_weights, "cpu_has_native_bf16", lambda: True)
+def amx(monkeypatch):
+    monkeypatch.setattr(loading.packed_weights, "cpu_flags", lambda: frozenset({"avx512_bf16", "amx_bf16"}))
 
 
 def test_cuda_auto_is_bfloat16():
     assert resolve_dtype("auto", CUDA, "some/model") == torch.bfloat16
 
 
-def test_a_cpu_without_native_bf16_stays_float32_for_every_model(monkeypatch, tiny_folder):
-    monkeypatch.setattr(loading.packed_weights, "cpu_has_native_bf16", lambda: False)
+@pytest.mark.parametrize("flags", [set(), {"avx2"}, {"avx512f", "avx512_bf16"}])
+def test_a_cpu_without_amx_stays_float32_for_every_model(monkeypatch, tiny_folder, flags):
+    monkeypatch.setattr(loading.packed_weights, "cpu_flags", lambda: frozenset(flags))
     for source in (tiny_folder, "HuggingFaceTB/SmolLM2-1.7B-Instruct", None):
         assert resolve_dtype("auto", CPU, source) == torch.float32
 
 
-def test_with_native_bf16_small_models_stay_float32(native_bf16, tiny_folder):
+def test_with_amx_small_models_stay_float32(amx, tiny_folder):
     assert resolve_dtype("auto", CPU, tiny_folder) == torch.float32
     assert resolve_dtype("auto", CPU, resolve_model("lab-target")) == torch.float32  # 5.9M parameters
 
 
-def test_with_native_bf16_large_models_get_bfloat16(native_bf16, monkeypatch, tiny_folder):
+def test_with_amx_large_models_get_bfloat16(amx, monkeypatch, tiny_folder):
     assert resolve_dtype("auto", CPU, "HuggingFaceTB/SmolLM2-1.7B-Instruct") == torch.bfloat16  # hub: large
     monkeypatch.setattr(loading, "BF16_MIN_PARAMS", 1000)  # make the tiny folder count as large
     assert resolve_dtype("auto", CPU, tiny_folder) == torch.bfloat16
     assert load_model(tiny_folder).dtype == torch.bfloat16
 
 
-def test_an_explicit_dtype_always_wins(native_bf16, monkeypatch, tiny_folder):
+def test_an_explicit_dtype_always_wins(amx, monkeypatch, tiny_folder):
     monkeypatch.setattr(loading, "BF16_MIN_PARAMS", 1000)
     assert resolve_dtype("float32", CPU, tiny_folder) == torch.float32
     assert load_model(tiny_folder, dtype="float32").dtype == torch.float32

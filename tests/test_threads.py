@@ -1,4 +1,4 @@
-"""Thread count of a decoding step (specdec/threads.py): one thread for bfloat16 CPU runs under
+"""Thread count of a decoding step (specdec/threads.py): one thread for CPU runs under
 OMP_WAIT_POLICY=PASSIVE, torch's count otherwise, restored after every step."""
 import pytest
 import torch
@@ -16,46 +16,42 @@ def passive(monkeypatch):
     monkeypatch.delenv("SPECDEC_STEP_THREADS", raising=False)
 
 
-def test_a_bfloat16_cpu_step_under_passive_waiting_runs_on_one_thread(passive):
-    assert step_threads(CPU, torch.bfloat16) == 1
-
-
-def test_a_float32_cpu_step_keeps_torchs_count(passive):
-    assert step_threads(CPU, torch.float32) is None
+def test_a_cpu_step_under_passive_waiting_runs_on_one_thread(passive):
+    assert step_threads(CPU) == 1
 
 
 def test_a_gpu_step_keeps_torchs_count(passive):
-    assert step_threads(CUDA, torch.bfloat16) is None
+    assert step_threads(CUDA) is None
 
 
-def test_without_passive_waiting_a_bfloat16_step_keeps_torchs_count(monkeypatch):
+def test_without_passive_waiting_a_cpu_step_keeps_torchs_count(monkeypatch):
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     monkeypatch.delenv("SPECDEC_STEP_THREADS", raising=False)
-    assert step_threads(CPU, torch.bfloat16) is None
+    assert step_threads(CPU) is None
 
 
 @pytest.mark.parametrize("value, expected", [("3", 3), ("0", None), ("many", None)])
 def test_the_operator_sets_the_count_for_every_cpu_run(passive, monkeypatch, value, expected):
     monkeypatch.setenv("SPECDEC_STEP_THREADS", value)
-    assert step_threads(CPU, torch.float32) == expected
+    assert step_threads(CPU) == expected
 
 
 def test_the_count_is_restored_after_the_step(passive):
     before = torch.get_num_threads()
-    with threads_for_step(CPU, torch.bfloat16):
+    with threads_for_step(CPU):
         inside = torch.get_num_threads()
     assert inside == 1 and torch.get_num_threads() == before
 
 
 def test_the_count_is_restored_when_the_step_raises(passive):
     before = torch.get_num_threads()
-    with pytest.raises(RuntimeError), threads_for_step(CPU, torch.bfloat16):
+    with pytest.raises(RuntimeError), threads_for_step(CPU):
         raise RuntimeError("step failed")
     assert torch.get_num_threads() == before
 
 
-def test_a_bfloat16_run_between_its_steps_leaves_torchs_count_alone(passive, tmp_path):
-    model = load_model(save(build_model(tiny_config("llama"), seed=0), tmp_path / "m"), dtype="bfloat16")
+def test_a_run_between_its_steps_leaves_torchs_count_alone(passive, tmp_path):
+    model = load_model(save(build_model(tiny_config("llama"), seed=0), tmp_path / "m"))
     before = torch.get_num_threads()
     counts = []
     from specdec.decoding import Generation

@@ -54,7 +54,7 @@ def measure_all(out: Path, prompts_per_kind: int = 2, log=print) -> dict:
         tree_figures = evaluate(target, trees, prompts, log=log)
         measured = {key: {**measured[key], **tree_figures[key]} for key in measured}
     param_bytes = {n: d.param_bytes() for n, d in {**drafters, **trees}.items()}
-    with threads_for_step(target.device, target.dtype):
+    with threads_for_step(target.device):
         threads = torch.get_num_threads()  # what a decoding step computes on
     return {"figures": measured["figures"], "best_k_greedy_chat": measured["best_k"], "seconds": time.time() - started,
             "target_dtype": str(target.dtype).replace("torch.", ""), "runner": target.runner_kind,

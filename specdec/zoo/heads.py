@@ -17,6 +17,7 @@ from torch import nn
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRMSNorm, apply_rotary_pos_emb
 
 from ..packed_weights import linear, linear_weights
+from ..static_runner import attention_dtype
 
 
 def rms_norm(hidden: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -196,8 +197,9 @@ class LayerCache:
         self.head_dim = attn.head_dim
         self.groups = config.num_attention_heads // kvh
         shape = (1, kvh, max_length, self.head_dim)
-        self.keys = [torch.zeros(shape, dtype=dtype) for _ in self.layers]
-        self.values = [torch.zeros(shape, dtype=dtype) for _ in self.layers]
+        self.kv_dtype = attention_dtype(dtype, torch.device("cpu"))
+        self.keys = [torch.zeros(shape, dtype=self.kv_dtype) for _ in self.layers]
+        self.values = [torch.zeros(shape, dtype=self.kv_dtype) for _ in self.layers]
         self.cos, self.sin = rope_tables(config, max_length, dtype)
         self.max_length = max_length
         self.length = 0
@@ -226,9 +228,9 @@ class LayerCache:
             self.keys[i][:, :, start:start + n] = k
             self.values[i][:, :, start:start + n] = v
             keys, values = self.keys[i][:, :, :start + n], self.values[i][:, :, :start + n]
-            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=layer.self_attn.scaling,
-                                                 enable_gqa=self.groups > 1)
-            out = out.transpose(1, 2).reshape(1, n, -1)
+            out = F.scaled_dot_product_attention(q.to(self.kv_dtype), keys, values, attn_mask=mask,
+                                                 scale=layer.self_attn.scaling, enable_gqa=self.groups > 1)
+            out = out.to(q.dtype).transpose(1, 2).reshape(1, n, -1)
             hidden = _mlp(layer, hidden + _linear(layer.self_attn.o_proj, out))
         self.length += n
         return hidden[0]
