@@ -135,8 +135,8 @@ def card_text(name: str, meta: dict, m: dict) -> str:
               f"`{json.dumps(meta.get('train_config', {}))}`.",
               f"- Initialisation: {meta.get('init', '')}.",
               f"- Weights: `model.safetensors`, bf16, {m['param_bytes'].get(name, 0) / 1e6:.1f} MB in memory at "
-              "runtime (the file's new weights, plus a gathered copy of the target's head rows of the draft "
-              "vocabulary).", ""]
+              "runtime (the file's new weights in the target's dtype, a gathered copy of the target's head rows of "
+              "the draft vocabulary, and the packed copies the runs made of both: packed_weights.py).", ""]
     return "\n".join(lines)
 
 

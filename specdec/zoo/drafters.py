@@ -20,7 +20,7 @@ from ..drafters.model import ModelDrafter
 from ..packed_weights import linear, linear_weights, weight_bytes
 from ..sampling import probabilities, sample
 from ..tree import MAX_TREE_DEPTH, GrowingTree, TreeProposal
-from .heads import EagleHead, LayerCache, MedusaHeads, param_bytes
+from .heads import EagleHead, LayerCache, MedusaHeads
 
 
 def vocab_ids(draft_vocab: torch.Tensor, vocab_limit: int) -> torch.Tensor:
@@ -152,7 +152,7 @@ class MedusaDrafter(_FeatureDrafter):
         return Proposal(ids, q)
 
     def param_bytes(self) -> int:
-        return param_bytes(self.heads) + self.head_rows.bytes()
+        return weight_bytes(self.heads) + self.head_rows.bytes()
 
     def state_bytes(self) -> int:
         return sum(f.numel() * f.element_size() for f in self.features[-1:])
@@ -258,7 +258,7 @@ class EagleDrafter(_FeatureDrafter):
         return tree.proposal(shape.nodes if sampling is None else None, vocab, self.vocab_limit)
 
     def param_bytes(self) -> int:
-        return param_bytes(self.head) + self.head_rows.bytes()
+        return weight_bytes(self.head) + self.head_rows.bytes()
 
     def state_bytes(self) -> int:
         return self.cache.bytes() if self.cache is not None else 0

@@ -236,10 +236,6 @@ class LayerCache:
         return hidden[0]
 
 
-def param_bytes(module: nn.Module) -> int:
-    return sum(p.numel() * p.element_size() for p in module.parameters())
-
-
 def count_params(module: nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
