@@ -21,7 +21,7 @@ PINS = {
     "smollm2-135m-draft": (3, 74),
     "smollm2-135m-early-exit": (3, 74),
     "smollm2-135m-medusa": (5, 68),
-    "smollm2-135m-eagle": (5, 68),
+    "smollm2-135m-eagle": (5, 66),
 }
 
 

@@ -1,0 +1,53 @@
+"""Greedy tokens per target forward of EAGLE heads' chain drafts, by K and prompt kind, on held-out prompts.
+
+    python scripts/measure_eagle_chain.py [--per-kind 4] [--ks 1,2,3,4] [FOLDER ...]
+
+Each FOLDER holds a head (model.safetensors + zoo.json, as `python -m specdec.train zoo --out` writes them;
+default: the shipped smollm2-135m-eagle). The float32 target decodes each held-out prompt (chat template, 64
+new tokens) through the engine with the head drafting K tokens a step; printed per folder and K: tokens per
+target forward pooled over each kind's prompts (bonus/correction token included). Greedy decoding is
+deterministic, so two heads compare exactly, without timing noise; how that turns into wall-clock speed is the
+Sweep's measurement (scripts/measure_sweep.py).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from specdec import DecodeSettings, generate  # noqa: E402
+from specdec.loading import load_model  # noqa: E402
+from specdec.zoo.build import build_eagle, drafter_dir  # noqa: E402
+from specdec.zoo.data import chat_ids  # noqa: E402
+from specdec.zoo.prompts import heldout_prompts  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("folders", nargs="*", default=[str(drafter_dir("smollm2-135m-eagle"))])
+    parser.add_argument("--per-kind", type=int, default=4)
+    parser.add_argument("--ks", default="1,2,3,4")
+    parser.add_argument("--new-tokens", type=int, default=64)
+    args = parser.parse_args()
+    target = load_model("smollm2-135m-instruct", dtype="float32")
+    prompts = {kind: [chat_ids(target.tokenizer, text) for text in texts]
+               for kind, texts in heldout_prompts(args.per_kind).items()}
+    for folder in args.folders:
+        drafter = build_eagle(target, "eagle", "", Path(folder))
+        for k in (int(k) for k in args.ks.split(",")):
+            shares = []
+            for kind, prompt_ids in prompts.items():
+                tokens = forwards = 0
+                for ids in prompt_ids:
+                    metrics = generate(target, drafter, ids, DecodeSettings(max_new_tokens=args.new_tokens, k=k)).metrics
+                    tokens, forwards = tokens + metrics.new_tokens, forwards + metrics.target_forwards
+                shares.append(f"{kind} {tokens / forwards:.3f}")
+            print(f"{folder} K={k}: " + ", ".join(shares), flush=True)
+
+
+if __name__ == "__main__":
+    main()
