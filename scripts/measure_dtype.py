@@ -77,7 +77,8 @@ def main() -> None:
     report = {
         "model": args.model, "parameters": parameter_count(models["float32"].source), "tokens": args.tokens,
         "repeats": args.repeats, "threads": torch.get_num_threads(), "prompt_tokens": len(ids),
-        "cpu_native_bf16": cpu_has_native_bf16(), "cpu_amx_bf16": cpu_has_amx_bf16(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cpu_native_bf16": cpu_has_native_bf16(), "cpu_amx_bf16": cpu_has_amx_bf16(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "load_average_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "tokens_per_s": {f"{engine} / {dtype}": round(statistics.median(values), 2)
                          for (engine, dtype), values in samples.items()},
