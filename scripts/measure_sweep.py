@@ -6,6 +6,7 @@ of speculative and target-only runs, specdec.measurement's sweep policy); the sc
 its interval, both theory forms (textbook v = 1 and measured v(K)) and their errors against the points.
 
     python scripts/measure_sweep.py [--ks 1-8] [--temperatures "0, 0.7, 1.0"] [--tokens 64] [--budget 6] [--memory]
+        [--schedules constant,confidence]
 
 The zoo's drafters side by side on a held-out chat prompt (in the chat template), 10 pairs or more per point:
 
@@ -51,6 +52,9 @@ def main() -> None:
                         help="seconds per point (default: the Sweep tab's policy); at least --pairs pairs then")
     parser.add_argument("--pairs", type=int, default=6, help="with --budget: the fewest timed pairs per point")
     parser.add_argument("--memory", action="store_true", help="also print each point's memory (MiB / KiB)")
+    parser.add_argument("--schedules", default="constant",
+                        help="K schedules to compare, comma separated (specdec.schedules; an adaptive one's K is "
+                             "the largest K a step may draft)")
     args = parser.parse_args()
 
     policy = SWEEP if args.budget is None else Policy(min_repeats=args.pairs, floor_repeats=args.pairs, max_repeats=40,
@@ -66,14 +70,15 @@ def main() -> None:
     start = time.perf_counter()
     session = Session()
     final = list(sweep(lab, session, args.prompt, False, args.target, "", drafts, args.ks,
-                       args.temperatures, args.tokens, 0, 1.0, 0, chat=args.chat))[-1]
+                       args.temperatures, args.tokens, 0, 1.0, 0, chat=args.chat,
+                       schedules=[s.strip() for s in args.schedules.split(",") if s.strip()]))[-1]
     sweep_s = time.perf_counter() - start
     if final.get("error"):
         raise SystemExit(final["error"])
 
     rows = session.sweep_rows
     table = pd.DataFrame([asdict(r) for r in rows])
-    cols = ["draft", "temperature", "k", "acceptance_rate", "alpha", "tokens_per_forward", "tokens_per_s", "baseline_tokens_per_s", "speedup",
+    cols = ["draft", "schedule", "temperature", "k", "acceptance_rate", "alpha", "tokens_per_forward", "tokens_per_s", "baseline_tokens_per_s", "speedup",
             "speedup_low", "speedup_high", "repeats", "theory_textbook", "theory_measured", "c", "v"]
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table[cols].round(3).to_string(index=False))
@@ -91,7 +96,7 @@ def main() -> None:
     print()
     for fit_line in fit_summary(rows).split(". "):
         print(fit_line.rstrip(".") + ".")
-    best = table[table.best_measured][["draft", "temperature", "k", "speedup", "theory_best_k", "alpha", "c_pooled"]]
+    best = table[table.best_measured][["draft", "schedule", "temperature", "k", "speedup", "theory_best_k", "alpha", "c_pooled"]]
     print("\nbest K per temperature:\n" + best.to_string(index=False))
     print(json.dumps({"points": len(table), "tokens": args.tokens, "load_s": round(load_s, 2),
                       "sweep_s": round(sweep_s, 2), "fit": [asdict(f) for f in fit_errors(rows)]}))

@@ -19,9 +19,16 @@ fixed cost per call. Two copies, each made only where it computes with the same 
   (one thread, threads.py) 35 ms for 1 token, 40 ms for 5, 43 ms for 9 (scripts/measure_runner_forward.py).
 
 A verification forward scores a token exactly as a one-token forward would only where each row's result
-does not depend on how many rows are multiplied with it: true of the float16 copies, and of the bfloat16
-ones with AMX (tests/test_packed_weights.py); without AMX (avx512_bf16 only) oneDNN multiplies a single
-row with another kernel, which is why loading.resolve_dtype picks bfloat16 on a CPU only with AMX.
+does not depend on how many rows are multiplied with it: true of the bfloat16 copies with AMX, and of the
+float16 copies where FBGEMM runs its AVX-512 kernels (tests/test_packed_weights.py). Without AMX
+(avx512_bf16 only) oneDNN multiplies a single row with another kernel, which is why loading.resolve_dtype
+picks bfloat16 on a CPU only with AMX. FBGEMM's AVX2 kernels (an AVX2-only CPU, such as the AMD EPYC 7xx3)
+multiply one or two rows with kernels that sum in another order than those for three to six, and so do the
+calls whose rows it splits into such blocks (7 rows as 5 + 2, 14 as 6 + 6 + 2, ...); float16_rows_exact()
+probes which kind this CPU has. Nothing faster is exact there (MKL's float32 product of one, two or three
+rows also differs from the same rows among more), so the copies are still used: a verification row can then
+differ from a one-token forward's in the last bits of float32, which changes a greedy token only where the
+target's two likeliest tokens tie to within that rounding (docs/engine.md, "CPU").
 
 Either way only the order of the sums differs from torch's default kernel, as it would with any other
 kernel. Copies are made once per weight tensor and shared by every runner (and every drafter that shares
@@ -93,6 +100,23 @@ def cpu_flags() -> frozenset:
             return frozenset(next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), []))
     except OSError:
         return frozenset()
+
+
+@functools.cache
+def float16_rows_exact() -> bool:
+    """Whether a row's product through a float16 copy is the same whatever rows share the call: each of
+    1 .. 16 rows of a small probe against the same rows among 48 (the kernels FBGEMM picks depend only on
+    the row count, not on the matrix's shape). False where there are no float16 copies."""
+    if not fp16_available():
+        return False
+    generator = torch.Generator().manual_seed(0)
+    weight = (torch.randn(64, 96, generator=generator) * 0.05).half().float()
+    hidden = torch.randn(48, 96, generator=generator) * torch.rand(48, 96, generator=generator).pow(4) * 8
+    copy = _fp16_copy(weight, None)
+    if copy is None:
+        return False
+    every_row = linear(hidden, copy)
+    return all(torch.equal(linear(hidden[:rows], copy), every_row[:rows]) for rows in range(1, 17))
 
 
 def exact_in_float16(weight: torch.Tensor) -> bool:
@@ -176,11 +200,11 @@ def copy_bytes(module: torch.nn.Module) -> int:
 
 
 def copy_kind(module: torch.nn.Module) -> Optional[str]:
-    """What the runner label says of the copies: 'float16 weight copies', 'oneDNN-packed bfloat16
-    weights', or None (no copies)."""
+    """What the runner label says of the copies: 'float16 weight copies' (with 'rows not exact here' where
+    float16_rows_exact() is False), 'oneDNN-packed bfloat16 weights', or None (no copies)."""
     kinds = {type(c) for c in _copies(module)}
     if Fp16Linear in kinds:
-        return "float16 weight copies"
+        return "float16 weight copies" + ("" if float16_rows_exact() else " (rows not exact here)")
     if Bf16Linear in kinds:
         return "oneDNN-packed bfloat16 weights"
     return None
