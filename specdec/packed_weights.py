@@ -28,7 +28,7 @@ calls whose rows it splits into such blocks (7 rows as 5 + 2, 14 as 6 + 6 + 2, .
 probes which kind this CPU has. Nothing faster is exact there (MKL's float32 product of one, two or three
 rows also differs from the same rows among more), so the copies are still used: a verification row can then
 differ from a one-token forward's in the last bits of float32, which changes a greedy token only where the
-target's two likeliest tokens tie to within that rounding (docs/engine.md, "CPU").
+target's two likeliest tokens tie to within that rounding (docs/engine.md, "Float16 weight copies").
 
 Either way only the order of the sums differs from torch's default kernel, as it would with any other
 kernel. Copies are made once per weight tensor and shared by every runner (and every drafter that shares
