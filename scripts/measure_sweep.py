@@ -71,7 +71,7 @@ def main() -> None:
     session = Session()
     final = list(sweep(lab, session, args.prompt, False, args.target, "", drafts, args.ks,
                        args.temperatures, args.tokens, 0, 1.0, 0, chat=args.chat,
-                       schedules=[s.strip() for s in args.schedules.split(",") if s.strip()]))[-1]
+                       schedules=args.schedules.split(",")))[-1]  # parse_schedules strips
     sweep_s = time.perf_counter() - start
     if final.get("error"):
         raise SystemExit(final["error"])
