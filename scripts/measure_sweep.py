@@ -79,8 +79,8 @@ def main() -> None:
     rows = session.sweep_rows
     table = pd.DataFrame([asdict(r) for r in rows])
     cols = ["draft", "schedule", "temperature", "k", "acceptance_rate", "alpha", "tokens_per_forward", "tokens_per_s", "baseline_tokens_per_s", "speedup",
-            "speedup_low", "speedup_high", "repeats", "theory_textbook", "theory_measured", "c", "v"]
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
+            "speedup_low", "speedup_high", "repeats", "theory_textbook", "theory_measured", "theory_free_draft", "c", "v"]
+    with pd.option_context("display.width", 220, "display.max_columns", 21):
         print(table[cols].round(3).to_string(index=False))
         if args.memory:
             def scaled(column: str, unit: int):

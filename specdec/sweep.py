@@ -57,6 +57,7 @@ class SweepRow:
     v_fit: Optional[float] = None  # v(K) from a line fitted over this group's K values (Theil–Sen)
     theory_textbook: Optional[float] = None  # E / (K·c + 1)
     theory_measured: Optional[float] = None  # E / (K·c + v_fit(K))
+    theory_free_draft: Optional[float] = None  # E / v_fit(K): the measured form if drafting cost nothing (c = 0)
     theory_best_k: Optional[int] = None  # the textbook form's best K
     best_measured: bool = False
     tree: bool = False  # its runs drafted trees (tree.py), which the chain theory does not describe
@@ -228,8 +229,9 @@ def add_theory(rows: list[SweepRow], k_max: int = 16) -> list[SweepRow]:
     """Per (draft, schedule, temperature), over every K measured: pools α (accepted / evaluated) and c
     (the median; sampling adds per-token work, so c depends on temperature) and fits v(K) as a line in
     K (robustly: verifying K + 1 tokens grows about linearly with K); then fills both theory forms
-    (textbook v = 1, measured v(K)) where the theory applies (theory_applies) and marks the best
-    measured K of each group."""
+    (textbook v = 1, measured v(K)) and the measured form with c = 0 (the most any drafter this accepted could
+    give at this verification cost) where the theory applies (theory_applies), and marks the best measured K
+    of each group."""
     for group in {group_key(r) for r in rows}:
         members = [r for r in rows if group_key(r) == group]
         evaluated = sum(r.evaluated for r in members)
@@ -241,10 +243,12 @@ def add_theory(rows: list[SweepRow], k_max: int = 16) -> list[SweepRow]:
         for r in members:
             r.alpha, r.c_pooled, r.best_measured = alpha, c, r is best
             r.v_fit = max(line[0] + line[1] * r.k, 1e-6) if line is not None else None
-            r.theory_textbook = r.theory_measured = r.theory_best_k = None
+            r.theory_textbook = r.theory_measured = r.theory_free_draft = r.theory_best_k = None
             if alpha is not None and c is not None and theory_applies(r):
                 r.theory_textbook = theoretical_speedup(alpha, r.k, c)
-                r.theory_measured = theoretical_speedup(alpha, r.k, c, r.v_fit) if r.v_fit else None
+                if r.v_fit:
+                    r.theory_measured = theoretical_speedup(alpha, r.k, c, r.v_fit)
+                    r.theory_free_draft = theoretical_speedup(alpha, r.k, 0.0, r.v_fit)
                 r.theory_best_k = best_k(alpha, c, k_max)
     return rows
 

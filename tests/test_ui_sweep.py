@@ -5,9 +5,10 @@ from specdec.events import DecodeSettings
 from specdec.sweep import (SweepPoint, SweepRunner, add_theory, fit_errors, parse_ks, parse_temperatures,
                            plan_sweep)
 from specdec.ui.callbacks import Lab
+from specdec.ui.layout import SWEEP_WIDTHS
 from specdec.ui.session import Session
-from specdec.ui.sweep_view import (acceptance_figure, best_summary, heatmap_figure, speedup_figure, sweep,
-                                   sweep_dataframe)
+from specdec.ui.sweep_view import (TABLE_COLUMNS, acceptance_figure, best_summary, heatmap_figure, speedup_figure,
+                                   sweep, sweep_dataframe, theory_fit_html)
 from ui_fakes import FakeEngine, FakeModel
 
 SWEEP = dict(prompt="def f(x):", clean_whitespace=False, target="lab-target", target_custom="",
@@ -91,6 +92,19 @@ def test_the_measured_form_divides_by_k_c_plus_the_measured_v():
     assert row.theory_measured == pytest.approx(expected)
 
 
+def test_the_free_drafting_form_is_the_measured_form_with_c_zero():
+    row = rows_for([4])[0]
+    expected = (1 - row.alpha ** 5) / (1 - row.alpha) / row.v_fit
+    assert row.theory_free_draft == pytest.approx(expected) and row.theory_free_draft > row.theory_measured
+
+
+def test_no_free_drafting_form_is_drawn_where_no_theory_applies():
+    rows = rows_for([1, 2])
+    rows[1].proposal_share = 0.4
+    add_theory(rows)
+    assert rows[0].theory_free_draft is not None and rows[1].theory_free_draft is None
+
+
 def test_v_is_fitted_as_a_line_over_the_groups_k_values():
     rows = rows_for([1, 2, 3, 4, 5])
     for r, v in zip(rows, (1.2, 1.4, 9.0, 1.8, 2.0)):  # K=3 disturbed by another process
@@ -116,6 +130,11 @@ def test_speedup_figure_draws_measured_points_both_forms_and_stars_the_best_k():
     names = [t.name for t in speedup_figure(rows_for([1, 2, 3])).data]
     assert any("measured" in n for n in names) and any("textbook v=1" in n for n in names)
     assert any("measured form v(K)" in n for n in names) and any("best K=" in n for n in names)
+
+
+def test_the_speedup_figure_keeps_the_free_drafting_form_hidden_until_asked_for():
+    free = [t for t in speedup_figure(rows_for([1, 2, 3])).data if "drafting free" in t.name]
+    assert len(free) == 1 and free[0].visible == "legendonly" and len(free[0].y) == 3
 
 
 def test_measured_points_carry_their_interval_as_error_bars():
@@ -145,6 +164,10 @@ def test_the_table_has_short_headers_and_the_interval():
     assert all("–" in v for v in df["95% interval"])
 
 
+def test_every_column_of_the_table_has_a_width():
+    assert len(SWEEP_WIDTHS) == len(TABLE_COLUMNS)
+
+
 def test_sweep_tab_ends_with_table_plots_export_best_k_and_theory_fit():
     session = Session()
     updates = list(sweep(Lab(FakeEngine()), session, **SWEEP))
@@ -153,6 +176,12 @@ def test_sweep_tab_ends_with_table_plots_export_best_k_and_theory_fit():
     assert "best measured K=" in final["sweep_best"] and "key-result" in final["sweep_best"]
     assert "textbook form" in final["sweep_best"] and "measured form" in final["theory_fit"]
     assert len(session.sweep_rows) == 8 and "Sweep finished: 8 of 8 points measured." in final["status"]
+
+
+def test_how_it_works_lists_the_free_drafting_form_beside_both_forms():
+    rows = rows_for([1, 2])
+    html = theory_fit_html(rows)
+    assert "drafting free (c = 0)" in html and f"{rows[1].theory_free_draft:.2f}" in html
 
 
 def test_the_status_line_names_the_same_step_as_the_progress_bar():

@@ -305,7 +305,7 @@ LAUNCH_KWARGS = {"css": CSS, "theme": gr.themes.Soft(), "footer_links": ["api", 
 
 # Column widths that hold each header on one line at 12px (style.py), so no header wraps letter by letter.
 STEP_WIDTHS = ["5%", "4%", "20%", "9%", "7%", "11%", "17%", "9%", "9%", "9%"]
-SWEEP_WIDTHS = [100, 78, 27, 27, 85, 27, 71, 71, 107, 71, 56, 63, 78, 92, 27, 49, 49]  # px: scrolls sideways if narrow
+SWEEP_WIDTHS = [100, 78, 27, 27, 85, 27, 71, 71, 107, 71, 56, 63, 78, 92, 56, 27, 49, 49]  # px: scrolls sideways if narrow
 THEORY_FIT_EMPTY = ('<div class="theory-fit">Run a sweep: both forms are then compared with your measured points '
                     'here.</div>')
 

@@ -27,14 +27,16 @@ from .tables import export_dataframe
 TABLE_COLUMNS = {"draft": "draft", "schedule": "schedule", "temperature": "T", "k": "K", "acceptance_rate": "acc. rate",
                  "alpha": "α", "tokens_per_forward": "tok/fwd", "speedup": "speedup", "interval": "95% interval",
                  "repeats": "repeats", "extra": "extra", "peak": "peak Δ", "theory_textbook": "textbook",
-                 "theory_measured": "meas. form", "c": "c", "v": "v(K)", "best": "best"}
+                 "theory_measured": "meas. form", "theory_free_draft": "c = 0", "c": "c", "v": "v(K)", "best": "best"}
 SWEEP_TABLE_NOTE = ("schedule = K schedule (adaptive: K is the largest K a step may draft; no theory drawn) · "
                     "acc. rate = accepted / drafted · α = accepted / evaluated (pooled over K) · tok/fwd = tokens"
                     " per target forward, bonus included · speedup = median of timed pairs (interval: 95%, from 6 "
                     "repeats) · extra = extra memory: draft weights + draft KV cache + verification slots (K target "
                     "KV positions), counted exactly · peak Δ = the speculative run's measured peak over its start "
                     "(GPU: allocator; CPU: process RSS, coarse) · textbook = E / (K·c + 1) · meas. form = E / (K·c + "
-                    "v(K)), v(K) from a line fitted over the measured K values · c = draft forward / target-only step"
+                    "v(K)), v(K) from a line fitted over the measured K values · c = 0: the measured form if drafting "
+                    "cost nothing, E / v(K) (no faster drafter accepted as often can beat it) · c = draft forward / "
+                    "target-only step"
                     " · v(K) = a speculative step's target side (verifying K+1 tokens, bookkeeping) / target-only "
                     "step, measured at this K")
 
@@ -85,7 +87,7 @@ def _error_bars(members) -> dict | None:
 def speedup_figure(rows) -> go.Figure:
     """Measured speedup with its 95% interval (solid, best K starred; one line per draft, schedule and
     temperature), the textbook form (dashed) and the measured form (dotted), both with the measured α and c
-    (constant K only)."""
+    (constant K only), and the measured form with c = 0 (dash-dot, hidden until its legend entry is clicked)."""
     fig, name = go.Figure(), _labeller(rows)
     for i, (d, s, t, members) in enumerate(_groups(rows)):
         color, ks, label = PALETTE[i % len(PALETTE)], [r.k for r in members], name(d, s, t)
@@ -103,6 +105,9 @@ def speedup_figure(rows) -> go.Figure:
             fig.add_scatter(x=ks, y=[r.theory_measured for r in members], mode="lines+markers",
                             line=dict(color=color, dash="dot"), marker=dict(symbol="x", size=7),
                             name=f"{label} measured form v(K)")
+            fig.add_scatter(x=ks, y=[r.theory_free_draft for r in members], mode="lines",
+                            line=dict(color=color, dash="dashdot", width=1), visible="legendonly",
+                            name=f"{label} drafting free, c=0 (click to show)")
     fig.add_hline(y=1.0, line=dict(color="#777", dash="dot"))
     integer_k_axis(fig, [r.k for r in rows])
     return style_figure(fig, "Speedup vs K: measured vs E/(K·c+1) and E/(K·c+v(K))", "K", "speedup (×)", height=400)
@@ -157,7 +162,8 @@ def fit_summary(rows) -> str:
 
 
 def theory_fit_html(rows) -> str:
-    """For How it works: both forms against the last sweep's measured points, with c and v(K)."""
+    """For How it works: both forms against the last sweep's measured points, with c, v(K) and the measured
+    form at c = 0."""
     if not rows:
         return ""
     body = []
@@ -165,11 +171,13 @@ def theory_fit_html(rows) -> str:
         if s != CONSTANT:
             continue
         cells = "".join(f"<tr><td>{r.k}</td><td>{_fmt(r.speedup)}</td><td>{_fmt(r.theory_textbook)}</td>"
-                        f"<td>{_fmt(r.theory_measured)}</td><td>{_fmt(r.v)}</td><td>{_fmt(r.v_fit)}</td></tr>"
+                        f"<td>{_fmt(r.theory_measured)}</td><td>{_fmt(r.theory_free_draft)}</td>"
+                        f"<td>{_fmt(r.v)}</td><td>{_fmt(r.v_fit)}</td></tr>"
                         for r in members)
         body.append(f"<h4>{escape(d)}, T={t:g}: α = {_fmt(members[0].alpha)} (accepted / evaluated), "
                     f"c = {_fmt(members[0].c_pooled)}</h4><table class='fit-table'><tr><th>K</th><th>measured</th>"
-                    f"<th>textbook (v = 1)</th><th>measured form (v(K))</th><th>v(K) measured</th>"
+                    f"<th>textbook (v = 1)</th><th>measured form (v(K))</th><th>drafting free (c = 0)</th>"
+                    f"<th>v(K) measured</th>"
                     f"<th>v(K) line</th></tr>{cells}</table>")
     return (f'<div class="theory-fit"><b>Your last sweep on this machine.</b> {escape(fit_summary(rows))}'
             f'{"".join(body)}</div>')
