@@ -118,16 +118,6 @@ def test_the_inspectors_token_labels_are_not_clipped(page):
     assert plot.evaluate(CLIPPED_TICKS) == 0
 
 
-def test_screenshot_for_the_readme(page):
-    page.set_viewport_size({"width": 1440, "height": 1900})
-    page.locator("#tokens .tok-rejected:not(.tok-unchecked)").first.click()
-    expect(page.locator("#inspect-plot .js-plotly-plot")).to_be_visible()
-    page.evaluate("window.scrollTo(0, 0)")
-    page.screenshot(path=str(SCREENSHOT))
-    assert SCREENSHOT.stat().st_size > 50_000
-    page.set_viewport_size({"width": 1440, "height": 1100})
-
-
 def test_a_mistyped_model_says_unknown_model_with_the_close_match_and_keeps_the_output(page):
     tokens_before = page.locator("#tokens .tok").count()
     use_models(page, LAB_PAIR[0], "lab-draft-distiled")

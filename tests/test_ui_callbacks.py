@@ -69,6 +69,11 @@ def test_the_final_status_says_the_timing_comes_from_repeats_apart_from_the_stre
     assert status.startswith('<div class="status-line">Done.') and "apart from the streamed run" in status
 
 
+def test_the_final_status_names_the_pair_that_ran(lab):
+    status = run(lab)[-1]["status"]
+    assert "Ran lab-target with draft lab-draft." in status
+
+
 def test_timed_target_only_runs_produce_as_many_tokens_as_the_speculative_ones(lab, engine):
     run(lab)
     timed = engine.generations[1:]

@@ -153,7 +153,8 @@ class Lab:
                 yield {"cards": self.view_cards(view), "status": render_status(measuring_status(view.estimate))}
         view.measured, view.baseline = self.measured_runs(session, prep, settings)
         view.exports = export_trace(view.result, measurement=view.estimate, baseline=view.baseline)
-        update = self.finish_view(view, status=final_status(view.estimate))  # complete: the API's final value
+        # complete: the API's final value; it names the pair, which the free name fields may have changed
+        update = self.finish_view(view, status=f"{final_status(view.estimate)} {ran_pair(view.result)}")
         if view.baseline is not None:
             update["plot_throughput"] = throughput_figure(view.measured, view.baseline)
         yield update
@@ -256,6 +257,12 @@ def final_status(est) -> str:
     if est.state == "stopped":
         return f"Stopped the measurement: {est.describe()}."
     return f"Done. Speedup {est.describe()} (timed repeats of {est.new_tokens} tokens, apart from the streamed run)."
+
+
+def ran_pair(result) -> str:
+    """Which models a run used, by their loaded names."""
+    draft = f"draft {result.draft_name}" if result.draft_name else "no draft"
+    return f"Ran {result.target_name} with {draft}."
 
 
 def relay(messages, wrap):
