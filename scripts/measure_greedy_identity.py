@@ -19,10 +19,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import specdec  # noqa: E402
 from specdec import DecodeSettings, generate, packed_weights  # noqa: E402
+from specdec.zoo import EAGLE_TREE, NAMES  # noqa: E402
 from specdec.zoo.data import chat_ids  # noqa: E402
 from specdec.zoo.prompts import heldout_prompts  # noqa: E402
 
-DRAFTS = "smollm2-135m-eagle,smollm2-135m-eagle-tree,smollm2-135m-draft,smollm2-135m-medusa,smollm2-135m-early-exit"
+DRAFTS = ",".join((*NAMES, EAGLE_TREE))  # the four trained drafters and the 8-node tree
 
 
 def main() -> None:

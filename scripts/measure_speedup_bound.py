@@ -27,10 +27,11 @@ import specdec  # noqa: E402
 from specdec import DecodeSettings, generate  # noqa: E402
 from specdec.sweep import parse_ks  # noqa: E402
 from specdec.theory import median, target_forward_s  # noqa: E402
+from specdec.zoo import EAGLE_TREE, NAMES  # noqa: E402
 from specdec.zoo.data import chat_ids  # noqa: E402
 from specdec.zoo.prompts import heldout_prompts  # noqa: E402
 
-DRAFTS = "smollm2-135m-eagle,smollm2-135m-eagle-tree,smollm2-135m-draft,smollm2-135m-medusa,smollm2-135m-early-exit"
+DRAFTS = ",".join((*NAMES, EAGLE_TREE))  # the four trained drafters and the 8-node tree
 
 
 def target_step_s(target, prompts, new_tokens: int) -> list[float]:

@@ -19,7 +19,6 @@ from specdec.ui.launch import ROOT, app_process
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
-SCREENSHOT = ROOT / "assets" / "screenshot.png"
 EXAMPLE = "prose · T=0.7"  # fixed seed: the same tokens every time
 LAB_PAIR = ("lab-target", "lab-draft-distilled")
 expect.set_options(timeout=180_000)  # runs share 2 CPU cores with whatever else is running

@@ -5,8 +5,10 @@ import pytest
 from playwright.sync_api import expect
 
 from specdec import presets
-from test_browser import SCREENSHOT, browser_page
+from specdec.ui.launch import ROOT
+from test_browser import browser_page
 
+SCREENSHOT = ROOT / "assets" / "screenshot.png"
 expect.set_options(timeout=420_000)  # a fresh machine fetches and converts the model first (1–2 minutes)
 
 

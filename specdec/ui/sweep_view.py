@@ -34,9 +34,9 @@ SWEEP_TABLE_NOTE = ("schedule = K schedule (adaptive: K is the largest K a step 
                     "repeats) · extra = extra memory: draft weights + draft KV cache + verification slots (K target "
                     "KV positions), counted exactly · peak Δ = the speculative run's measured peak over its start "
                     "(GPU: allocator; CPU: process RSS, coarse) · textbook = E / (K·c + 1) · meas. form = E / (K·c + "
-                    "v(K)), v(K) from a line fitted over the measured K values · c = 0: the measured form if drafting "
-                    "cost nothing, E / v(K) (no faster drafter accepted as often can beat it) · c = draft forward / "
-                    "target-only step"
+                    "v(K)), v(K) from a line fitted over the measured K values · c = 0 = E / v(K): the measured form "
+                    "if drafting cost nothing, the most this acceptance can give at this verification cost · c = "
+                    "draft forward / target-only step"
                     " · v(K) = a speculative step's target side (verifying K+1 tokens, bookkeeping) / target-only "
                     "step, measured at this K")
 
