@@ -4,15 +4,11 @@ Flags: --host, --port, --share (or SPECDEC_HOST, SPECDEC_PORT, SPECDEC_SHARE). O
 Space this file is the app_file; the defaults then follow the Space's GRADIO_SERVER_NAME/PORT.
 """
 import logging
-import os
 import sys
 
-# Before torch is imported: OpenMP threads yield instead of spin-waiting. On a CPU shared with other
-# processes (a Space, a busy laptop) spinning threads can stall every step ~10x (measured here: an 8x3
-# sweep took 7-8 s with it, 16-340 s without, while other processes were busy). Set it to override.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-from specdec.ui.launch import parse_options, serve  # noqa: E402
+# Importing specdec first runs the process-wide set-up (specdec/process.py: the OpenMP wait policy, before torch
+# starts its thread pool), the same as `python -m specdec` and the scripts get.
+from specdec.ui.launch import parse_options, serve
 
 
 def main(argv=None) -> None:

@@ -18,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as app.py does, before torch is imported
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import specdec  # noqa: E402,F401 (first: its process-wide set-up, specdec/process.py, runs before torch starts)
 
 from specdec import presets  # noqa: E402
 from specdec.devices import THIS_MACHINE, measure_this_machine  # noqa: E402

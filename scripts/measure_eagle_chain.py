@@ -16,8 +16,8 @@ import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import specdec  # noqa: E402,F401 (first: its process-wide set-up, specdec/process.py, runs before torch starts)
 
 from specdec import DecodeSettings, generate  # noqa: E402
 from specdec.loading import load_model  # noqa: E402

@@ -14,10 +14,9 @@ import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import specdec  # noqa: E402
+import specdec  # noqa: E402 (first: its process-wide set-up, specdec/process.py, runs before torch starts)
 from specdec import DecodeSettings, generate, packed_weights  # noqa: E402
 from specdec.zoo import EAGLE_TREE, NAMES  # noqa: E402
 from specdec.zoo.data import chat_ids  # noqa: E402

@@ -14,10 +14,9 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as app.py does, before torch is imported
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import specdec  # noqa: E402
+import specdec  # noqa: E402 (first: its process-wide set-up, specdec/process.py, runs before torch starts)
 from specdec import DecodeSettings, presets  # noqa: E402
 from specdec.measurement import Policy, measure_speedup  # noqa: E402
 from specdec.prompting import encode_prompt  # noqa: E402

@@ -20,10 +20,9 @@ import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import specdec  # noqa: E402
+import specdec  # noqa: E402 (first: its process-wide set-up, specdec/process.py, runs before torch starts)
 from specdec import DecodeSettings, generate  # noqa: E402
 from specdec.sweep import parse_ks  # noqa: E402
 from specdec.theory import median, target_forward_s  # noqa: E402

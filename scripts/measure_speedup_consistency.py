@@ -20,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+import specdec  # noqa: E402,F401 (first: its process-wide set-up, specdec/process.py, runs before torch starts)
 
 from gradio_client import Client  # noqa: E402
 

@@ -1,4 +1,8 @@
 """SpecDec Lab engine: exact speculative decoding with step traces. Imports neither gradio nor plotly."""
+from .process import configure_process
+
+configure_process()  # before anything below imports torch (process.py)
+
 from .decoding import Generation, generate
 from .errors import (
     IncompatibleModelsError,

@@ -19,6 +19,7 @@ import torch
 from transformers import DynamicCache
 
 from .cache_compat import accepts_logits_to_keep, cache_argument_name, cache_tensors, crop_cache, crop_style
+from .threads import threads_for_model
 from .tree import ancestor_mask, depths
 
 
@@ -97,9 +98,10 @@ class TimedRunner:
 
     def _timed(self, ids: list[int], last_only: bool) -> torch.Tensor:
         start = time.perf_counter()
-        logits = self._call(ids, last_only)
-        if self._sync:
-            self._sync()
+        with threads_for_model(self.model):  # the count measured fastest for this model, if any (threads.py)
+            logits = self._call(ids, last_only)
+            if self._sync:
+                self._sync()
         self.forward_time_s += time.perf_counter() - start
         self.length += len(ids)
         return logits

@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-from . import fetch, packed_weights, presets
+from . import fetch, packed_weights, presets, tuning
 from .backend import HFEagerRunner
 from .compat import check_compatible, describe_vocab_mismatch, shared_vocab_size  # noqa: F401 (re-exported)
 from .errors import InvalidSettingsError, LocalPathsDisabledError, ModelLoadError, OfflineError
@@ -28,6 +28,7 @@ from .memory import check_load_fits, check_run_fits, default_budget
 from .model_cache import ModelCache
 from .model_checks import check_causal_lm, check_loading_info, explain_load_failure, first_line
 from .static_runner import StaticLlamaRunner, attention_dtype, supports_static
+from .threads import set_model_threads
 
 Progress = Optional[Callable[[str], None]]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -44,6 +45,7 @@ class LoadedModel:
     dtype: torch.dtype
     load_time_s: float = 0.0
     backend: str = "auto"  # "auto": the static runner where the architecture allows; "hf-eager": always HF
+    tuned: object = None  # the measured `auto` path it was loaded by (tuning.TunedPath), None for explicit dtypes
     _texts: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -160,7 +162,8 @@ BF16_MIN_PARAMS = 50_000_000  # chosen, not a measured crossover: small models s
 
 
 def resolve_dtype(dtype: str, device: torch.device, source: str | None = None) -> torch.dtype:
-    """`auto`: bfloat16 on CUDA; on a CPU, bfloat16 only with AMX (packed_weights.cpu_has_amx_bf16: there bf16
+    """The rules `auto` follows where it is not measured (a GPU; a CPU with SPECDEC_TUNING=0; load_model
+    measures on a CPU: tuning.py). `auto`: bfloat16 on CUDA; on a CPU, bfloat16 only with AMX (packed_weights.cpu_has_amx_bf16: there bf16
     products are row-exact and verification nearly flat) and a model (source: folder or hub id) of at least
     BF16_MIN_PARAMS parameters, else float32 (with float16 weight copies where exact: on the avx512_bf16-only
     AMD EPYC that decodes faster than bfloat16 and verifies exactly; docs/models.md)."""
@@ -221,14 +224,26 @@ def load_model(
         raise ModelLoadError("No model name given")
     source, is_local = locate(name, allow_local_paths, progress)
     torch_device = resolve_device(device)
-    torch_dtype = resolve_dtype(dtype, torch_device, source)
+    tuned = None
+    if dtype == "auto" and torch_device.type == "cpu" and tuning.enabled():  # measured, not ruled (tuning.py)
+        as_float32 = lambda: load_model(name, device=device, dtype="float32", trust_remote_code=trust_remote_code,  # noqa: E731
+                                        allow_local_paths=allow_local_paths, progress=progress)
+        tuned = tuning.tuned_path(source, torch_device, as_float32, trust_remote_code=trust_remote_code,
+                                  say=progress or (lambda message: None))
+        torch_dtype = DTYPES[tuned.dtype]
+    else:
+        torch_dtype = resolve_dtype(dtype, torch_device, source)
     key = (source, str(torch_device), torch_dtype, trust_remote_code)
     MODELS.budget = cache_budget(torch_device)
     estimate = weight_bytes(source, torch_dtype)
-    return MODELS.get_or_load(
+    loaded = MODELS.get_or_load(
         key, lambda: _load_uncached(name, source, is_local, torch_device, torch_dtype, trust_remote_code, progress),
         size=lambda loaded: loaded.memory_bytes, estimate=estimate,
         admit=lambda budget: check_load_fits(name, estimate, torch_device, budget))
+    if tuned is not None:
+        loaded.tuned = tuned
+        set_model_threads(loaded.model, tuned.threads)
+    return loaded
 
 
 def weight_bytes(source: str, dtype: torch.dtype) -> Optional[int]:

@@ -1,4 +1,4 @@
-"""dtype="auto": bfloat16 on CUDA; on a CPU only with AMX (amx_bf16) and a model large enough for halved
+"""dtype="auto" where it is not measured (a GPU, or SPECDEC_TUNING=0; the measured one: test_tuning.py): bfloat16 on CUDA; on a CPU only with AMX (amx_bf16) and a model large enough for halved
 weight traffic to pay; float32 everywhere else, avx512_bf16 without AMX included (docs/models.md)."""
 import pytest
 import torch
@@ -40,6 +40,7 @@ def test_with_amx_small_models_stay_float32(amx, tiny_folder):
 def test_with_amx_large_models_get_bfloat16(amx, monkeypatch, tiny_folder):
     assert resolve_dtype("auto", CPU, "HuggingFaceTB/SmolLM2-1.7B-Instruct") == torch.bfloat16  # hub: large
     monkeypatch.setattr(loading, "BF16_MIN_PARAMS", 1000)  # make the tiny folder count as large
+    monkeypatch.setenv("SPECDEC_TUNING", "0")  # the rules, not the measured auto (tests/test_tuning.py)
     assert resolve_dtype("auto", CPU, tiny_folder) == torch.bfloat16
     assert load_model(tiny_folder).dtype == torch.bfloat16
 

@@ -1,0 +1,359 @@
+"""The measured `auto`: which exact path (dtype and thread count) runs a model fastest on this machine.
+
+CPU flags do not predict it (docs/engine.md, "CPU"): on the AVX-512 AMD EPYC float32 with float16 weight copies on
+one thread is fastest; on the AMX Xeon bfloat16 on two spinning threads, and bfloat16 on one passive thread is its
+slowest path. So at the first CPU load of a model with dtype `auto` for a key (the model's shape, the device, the
+CPU model and its vector extensions, the torch version, the OpenMP wait policy in force, the cores), every
+candidate path is timed and the fastest that keeps greedy identity is chosen and cached, with its figures, in
+the model cache folder (SPECDEC_CACHE, default ~/.cache/specdec: tuning.json). `python -m specdec tune` shows
+and re-measures it.
+
+Candidates: float32 (through float16 weight copies where the weights are float16 values: packed_weights.py)
+and, on a CPU that computes bfloat16 natively and for models of at least loading.BF16_MIN_PARAMS parameters,
+bfloat16 (oneDNN-packed); each on one thread and on every core. Not candidates: float16 activations (CPU
+kernels are slow and not row-exact), float32 without the copies (SPECDEC_PACKED_WEIGHTS is process-wide).
+
+Each candidate, on a fixed CONTEXT-token prefix: the median of REPEATS one-token forwards (a decoding step) and
+of REPEATS (K + 1)-token forwards (a verification at PROBE_K), each after one warm-up, through the engine's own
+runner and thread handling (threads.set_model_threads). Identity probe: PROBE_TOKENS greedy tokens decoded one
+at a time, then the same tokens scored in one forward; a candidate is excluded when a greedy token of the batched
+forward differs from the one-token forwards' (speculation would then not reproduce target-only decoding), or
+when its greedy tokens differ from float32's on the first thread count (the reference), or for bfloat16 when
+the batched rows differ in any bit (bfloat16 near-ties are common: only row-exact products are trusted). The
+choice minimises step + verification time (a target-only run is all steps, a speculative run's target side is
+verifications), ties going to the earlier candidate. An explicit dtype or thread count always wins.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import platform
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import torch
+
+from . import packed_weights, threads
+from .process import describe_process
+
+FILE_NAME = "tuning.json"
+FORMAT = 1
+CONTEXT = 48  # prefix tokens before every timed forward
+PROBE_K = 4  # the verification timed is K + 1 tokens
+PROBE_TOKENS = 8  # greedy tokens of the identity probe (>= PROBE_K + 1)
+REPEATS = 7
+KEY_FLAGS = ("amx_bf16", "avx512_bf16", "avx512f", "avx2")  # the extensions that pick CPU kernels
+
+
+@dataclass
+class CandidateFigures:
+    dtype: str
+    threads: int
+    runner: str = ""  # the runner label (float16 weight copies, oneDNN-packed bfloat16 weights, ...)
+    step_ms: Optional[float] = None  # median one-token forward
+    verify_ms: Optional[float] = None  # median (PROBE_K + 1)-token forward
+    identical: bool = False  # kept greedy identity on the probe
+    rows_exact: bool = False  # batched rows equal one-token rows in every bit
+    excluded: str = ""  # why it may not be chosen ("" when it may)
+
+    @property
+    def cost_ms(self) -> Optional[float]:
+        return None if self.step_ms is None or self.verify_ms is None else self.step_ms + self.verify_ms
+
+    @property
+    def label(self) -> str:
+        return f"{self.dtype}, {self.threads} thread{'s' if self.threads != 1 else ''}"
+
+
+@dataclass
+class TunedPath:
+    key: dict
+    dtype: str
+    threads: int
+    why: str
+    candidates: list[CandidateFigures] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # candidates not measured, and why
+    measured_s: float = 0.0
+    measured_at: str = ""
+
+    @property
+    def chosen(self) -> Optional[CandidateFigures]:
+        return next((c for c in self.candidates if (c.dtype, c.threads) == (self.dtype, self.threads)), None)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TunedPath":
+        data = dict(data)
+        data["candidates"] = [CandidateFigures(**c) for c in data.get("candidates", [])]
+        return cls(**data)
+
+
+# --- the key -----------------------------------------------------------------------------------------------
+
+def cpu_model() -> str:
+    """The CPU's model string and the vector extensions that pick its kernels (e.g. 'AMD EPYC [avx512_bf16 ...]')."""
+    name = ""
+    try:
+        with open("/proc/cpuinfo") as info:
+            name = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "")
+    except OSError:
+        pass
+    flags = [f for f in KEY_FLAGS if f in packed_weights.cpu_flags()]
+    return f"{name or platform.processor() or platform.machine()} [{' '.join(flags) or 'no listed extensions'}]"
+
+
+def model_shape(config) -> str:
+    """What decides a forward's cost: architecture, layers, widths, heads, vocabulary."""
+    arch = (getattr(config, "architectures", None) or [type(config).__name__])[0]
+    heads = getattr(config, "num_attention_heads", "?")
+    kv = getattr(config, "num_key_value_heads", None) or heads
+    return (f"{arch} layers={getattr(config, 'num_hidden_layers', '?')} hidden={getattr(config, 'hidden_size', '?')} "
+            f"ffn={getattr(config, 'intermediate_size', '?')} heads={heads}/{kv} vocab={getattr(config, 'vocab_size', '?')} "
+            f"tied={bool(getattr(config, 'tie_word_embeddings', False))}")
+
+
+def tuning_key(config, device: torch.device) -> dict:
+    return {"model": model_shape(config), "device": str(device), "cpu": cpu_model(), "torch": torch.__version__,
+            "omp_wait_policy": describe_process().get("omp_wait_policy", os.environ.get("OMP_WAIT_POLICY", "default")),
+            "cores": available_cores()}
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _key_text(key: dict) -> str:
+    return json.dumps(key, sort_keys=True)
+
+
+# --- the cache file ------------------------------------------------------------------------------------------
+
+def cache_file() -> Path:
+    from .fetch import cache_dir
+
+    return cache_dir() / FILE_NAME
+
+
+def _read_all() -> dict:
+    try:
+        data = json.loads(cache_file().read_text())
+    except (OSError, ValueError):
+        return {}
+    return data.get("records", {}) if isinstance(data, dict) and data.get("format") == FORMAT else {}
+
+
+def cached_path(key: dict) -> Optional[TunedPath]:
+    record = _read_all().get(_key_text(key))
+    try:
+        return TunedPath.from_dict(record) if record else None
+    except (TypeError, KeyError):  # a record of an older layout: measured again
+        return None
+
+
+def store(path: TunedPath) -> None:
+    """Adds (or replaces) the record of its key; written whole to a temporary file, then renamed."""
+    records = _read_all()
+    records[_key_text(path.key)] = path.to_dict()
+    target = cache_file()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps({"format": FORMAT, "records": records}, indent=1))
+        os.replace(temporary, target)
+    except OSError:  # a read-only cache: the choice holds for this process only
+        pass
+
+
+# --- the choice ----------------------------------------------------------------------------------------------
+
+def choose(candidates: list[CandidateFigures]) -> tuple[CandidateFigures, str]:
+    """The fastest candidate that may be chosen (lowest step + verification time; earlier wins a tie), and why."""
+    allowed = [c for c in candidates if not c.excluded and c.cost_ms is not None]
+    if not allowed:
+        reference = candidates[0]
+        return reference, "no candidate kept greedy identity on the probe: float32 on the first thread count, the reference"
+    best = min(allowed, key=lambda c: c.cost_ms)
+    others = [c for c in allowed if c is not best]
+    runner_up = min(others, key=lambda c: c.cost_ms) if others else None
+    why = f"fastest exact path: step {best.step_ms:.2f} ms + verification of {PROBE_K + 1} {best.verify_ms:.2f} ms"
+    if runner_up is not None:
+        why += f" (next: {runner_up.label}, {runner_up.cost_ms:.2f} ms)"
+    return best, why
+
+
+# --- measuring -----------------------------------------------------------------------------------------------
+
+def thread_candidates() -> list[int]:
+    explicit = threads.explicit_threads() if threads.has_explicit_threads() else None
+    return [explicit] if explicit else sorted({1, available_cores()})
+
+
+def probe_ids(vocab: int) -> list[int]:
+    """A fixed prefix of ordinary token ids (their values do not change the cost)."""
+    return [(17 * i + 3) % max(2, vocab - 1) + 1 for i in range(CONTEXT)]
+
+
+def _timed_ms(call: Callable[[], object], rewind: Callable[[], None], repeats: int) -> float:
+    times = []
+    for index in range(repeats + 1):  # the first warms up
+        start = time.perf_counter()
+        call()
+        elapsed = time.perf_counter() - start
+        rewind()
+        if index:
+            times.append(elapsed * 1e3)
+    return statistics.median(times)
+
+
+def measure_candidate(loaded, thread_count: int, reference: Optional[list[int]],
+                      repeats: int = REPEATS) -> tuple[CandidateFigures, list[int]]:
+    """Times one path (the model's forwards on thread_count threads) and runs its identity probe; returns its
+    figures and its greedy probe tokens."""
+    from .loading import dtype_name
+
+    threads.set_model_threads(loaded.model, thread_count)
+    runner = loaded.new_runner(loaded.real_vocab_size, CONTEXT + PROBE_TOKENS + 2)
+    figures = CandidateFigures(dtype_name(loaded.dtype), thread_count, loaded.runner_kind)
+    with torch.inference_mode():
+        token = int(runner.prefill(probe_ids(loaded.real_vocab_size)).argmax())
+        tokens, rows = [token], []
+        for _ in range(PROBE_TOKENS):
+            rows.append(runner.forward([tokens[-1]])[-1])
+            tokens.append(int(rows[-1].argmax()))
+        runner.rollback(CONTEXT)
+        batched = runner.forward(tokens[:PROBE_TOKENS])
+        runner.rollback(CONTEXT)
+        figures.rows_exact = bool(torch.equal(batched, torch.stack(rows)))
+        figures.identical = [int(t) for t in batched.argmax(dim=-1)] == tokens[1:]
+        rewind = lambda: runner.rollback(CONTEXT)  # noqa: E731
+        figures.step_ms = _timed_ms(lambda: runner.forward(tokens[:1]), rewind, repeats)
+        figures.verify_ms = _timed_ms(lambda: runner.forward(tokens[:PROBE_K + 1]), rewind, repeats)
+    figures.excluded = exclusion(figures, tokens, reference)
+    return figures, tokens
+
+
+def exclusion(figures: CandidateFigures, tokens: list[int], reference: Optional[list[int]]) -> str:
+    if not figures.identical:
+        return "a batched verification chose other greedy tokens than one-token steps"
+    if reference is not None and tokens != reference:
+        return "its greedy tokens differ from float32's"
+    if figures.dtype != "float32" and not figures.rows_exact:
+        return "its batched rows differ from one-token rows (products not row-exact here)"
+    return ""
+
+
+def bf16_reason(parameters: int) -> str:
+    """'' when bfloat16 is a candidate for a model of this size on this CPU, else why not."""
+    from .loading import BF16_MIN_PARAMS
+
+    if not packed_weights.cpu_has_native_bf16():
+        return "bfloat16: this CPU has no native bfloat16 products (avx512_bf16 / amx_bf16)"
+    if parameters < BF16_MIN_PARAMS:
+        return f"bfloat16: models under {BF16_MIN_PARAMS / 1e6:.0f}M parameters stay float32 ({parameters / 1e6:.1f}M)"
+    return ""
+
+
+def measure_paths(loaded_float32, key: dict, repeats: int = REPEATS) -> TunedPath:
+    """Times every candidate of a float32-loaded model (bfloat16 as a converted copy) and chooses."""
+    started = time.perf_counter()
+    parameters = sum(p.numel() for p in loaded_float32.model.parameters())
+    before = threads.model_threads(loaded_float32.model)
+    candidates, skipped, reference = [], [], None
+    try:
+        for count in thread_candidates():
+            figures, tokens = measure_candidate(loaded_float32, count, reference, repeats)
+            reference = reference or tokens
+            candidates.append(figures)
+        reason = bf16_reason(parameters)
+        if reason:
+            skipped.append(reason)
+        else:
+            as_bf16 = bfloat16_copy(loaded_float32)
+            candidates += [measure_candidate(as_bf16, count, reference, repeats)[0] for count in thread_candidates()]
+            del as_bf16
+    finally:
+        threads.set_model_threads(loaded_float32.model, before)
+    best, why = choose(candidates)
+    return TunedPath(key, best.dtype, best.threads, why, candidates, skipped,
+                     round(time.perf_counter() - started, 2), time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
+
+
+def bfloat16_copy(loaded):
+    """The same weights in bfloat16 (rounded as loading with dtype=bfloat16 rounds them), as a LoadedModel."""
+    from .loading import LoadedModel
+
+    model = copy.deepcopy(loaded.model).to(torch.bfloat16)
+    return LoadedModel(loaded.name, loaded.source, model, loaded.tokenizer, loaded.device, torch.bfloat16)
+
+
+# --- what loading asks -------------------------------------------------------------------------------------
+
+def enabled() -> bool:
+    """SPECDEC_TUNING=0 turns the measured `auto` off (loading.resolve_dtype's rules then apply)."""
+    return os.environ.get("SPECDEC_TUNING", "1").strip().lower() not in {"0", "off", "false", "no"}
+
+
+def local_config(source: str, trust_remote_code: bool):
+    """A local folder's config, or None (a hub id, or a folder whose config the loader will explain)."""
+    if not os.path.isdir(source):
+        return None
+    try:
+        from transformers import AutoConfig
+
+        return AutoConfig.from_pretrained(source, trust_remote_code=trust_remote_code)
+    except Exception:  # noqa: BLE001 (the load itself reports what is wrong, one line)
+        return None
+
+
+def tuned_path(source: str, device: torch.device, load_float32: Callable[[], object], *,
+               trust_remote_code: bool = False, refresh: bool = False, say: Callable[[str], None] = lambda m: None
+               ) -> TunedPath:
+    """The cached choice for this model's key, or a fresh measurement (stored). load_float32() loads the model in
+    float32 (through the shared model cache)."""
+    config = local_config(source, trust_remote_code)
+    loaded = None
+    if config is None:
+        loaded = load_float32()
+        config = loaded.model.config
+    key = tuning_key(config, device)
+    known = None if refresh else cached_path(key)
+    if known is not None:
+        return known
+    say("Measuring the fastest exact path on this machine (once per model shape, ~2 s)…")
+    path = measure_paths(loaded or load_float32(), key)
+    store(path)
+    return path
+
+
+def format_path(path: TunedPath) -> str:
+    """The record as a table: one line per candidate, the chosen one marked."""
+    key = path.key
+    lines = [f"model  {key['model']}", f"machine  {key['cpu']}, {key['cores']} cores, {key['device']}, torch "
+             f"{key['torch']}, OMP_WAIT_POLICY {key['omp_wait_policy']}",
+             f"measured {path.measured_at} in {path.measured_s:.1f} s; step = 1-token forward, "
+             f"verify = {PROBE_K + 1}-token forward after {CONTEXT} tokens, medians of {REPEATS}",
+             f"  {'path':<22}{'runner':<44}{'step ms':>9}{'verify ms':>11}  identity"]
+    for c in path.candidates:
+        mark = "*" if (c.dtype, c.threads) == (path.dtype, path.threads) else " "
+        status = f"excluded: {c.excluded}" if c.excluded else ("ok, rows exact" if c.rows_exact else "ok")
+        lines.append(f"{mark} {c.label:<22}{c.runner:<44}{c.step_ms:>9.2f}{c.verify_ms:>11.2f}  {status}")
+    lines += [f"  not measured: {reason}" for reason in path.skipped]
+    lines.append(f"chosen: {path.dtype} on {path.threads} thread{'s' if path.threads != 1 else ''}: {path.why}")
+    return "\n".join(lines)
+
+
+def summary(path: TunedPath) -> str:
+    """One line for cards and logs: 'float32 (float16 weight copies), 1 thread: step 14.2 ms, verify 19.0 ms'."""
+    chosen = path.chosen
+    runner = f" ({chosen.runner})" if chosen is not None and chosen.runner else ""
+    figures = f": step {chosen.step_ms:.1f} ms, verify {chosen.verify_ms:.1f} ms" if chosen is not None else ""
+    return f"{path.dtype}{runner}, {path.threads} thread{'s' if path.threads != 1 else ''}{figures}"
