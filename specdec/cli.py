@@ -1,4 +1,4 @@
-"""Command line: `python -m specdec generate ...` and `python -m specdec bench ...`.
+"""Command line: `python -m specdec generate ...`, `bench ...`, `tune ...` (tuning.py) and `fetch ...`.
 
 Bad arguments exit non-zero with one line on stderr, never a traceback."""
 from __future__ import annotations
@@ -59,6 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=int, default=6, help="rounds of every engine (6+ for a 95%% interval)")
     bench.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     bench.add_argument("--json-out", default=None, help="also write the JSON report to this file")
+
+    bench.add_argument("--suite", action="store_true", help="this machine's benchmark table: target-only vs "
+                       "transformers, every zoo drafter vs target-only (specdec/bench_suite.py)")
+
+    from .tuning import add_tune_arguments
+
+    add_tune_arguments(commands.add_parser("tune", help="show (--refresh: measure again) the fastest exact path "
+                                           "`auto` chose for a model on this machine"))
 
     fetch = commands.add_parser("fetch", help="download and convert a fetchable model into the model cache")
     fetch.add_argument("name", help="smollm2-135m-instruct")
@@ -175,8 +183,15 @@ BENCH_PROMPT = "def parse_arguments(argv):\n    parser = argparse.ArgumentParser
 def run_bench(args) -> int:
     from .bench import format_table, run_benchmark
 
-    if args.threads:
+    if args.threads:  # explicit: wins over the measured count (threads.py)
+        from .threads import set_explicit_threads
+
         torch.set_num_threads(args.threads)
+        set_explicit_threads(args.threads)
+    if args.suite:
+        from .bench_suite import run_suite
+
+        return run_suite(args)
     target, draft = load_pair(args)
     args.prompt = args.prompt or BENCH_PROMPT
     ids = prompt_ids(args, target)
@@ -200,12 +215,18 @@ def run_fetch(args) -> int:
     return 0
 
 
+def run_tune(args) -> int:
+    from .tuning import run_tune as tune
+
+    return tune(args, out=print, err=lambda message: print(message, file=sys.stderr, flush=True))
+
+
 def main(argv=None) -> int:
     transformers_logging.disable_progress_bar()  # stderr carries our one-line messages only
     transformers_logging.set_verbosity_error()
     try:
         args = build_parser().parse_args(argv)
-        commands = {"generate": run_generate, "bench": run_bench, "fetch": run_fetch}
+        commands = {"generate": run_generate, "bench": run_bench, "fetch": run_fetch, "tune": run_tune}
         return commands[args.command](args)
     except SpecDecError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -357,3 +357,33 @@ def summary(path: TunedPath) -> str:
     runner = f" ({chosen.runner})" if chosen is not None and chosen.runner else ""
     figures = f": step {chosen.step_ms:.1f} ms, verify {chosen.verify_ms:.1f} ms" if chosen is not None else ""
     return f"{path.dtype}{runner}, {path.threads} thread{'s' if path.threads != 1 else ''}{figures}"
+
+
+# --- `python -m specdec tune` ------------------------------------------------------------------------------
+
+def add_tune_arguments(parser) -> None:
+    parser.add_argument("--target", default=None, help="bundled name, fetchable name, hub id or folder "
+                        "(default: the app's default target)")
+    parser.add_argument("--device", default="cpu", help="cpu (the measured auto is a CPU choice)")
+    parser.add_argument("--refresh", action="store_true", help="measure again, replacing the cached choice")
+    parser.add_argument("--trust-remote-code", action="store_true", help="run model code from the hub (off by default)")
+
+
+def run_tune(args, out=print, err=lambda message: None) -> int:
+    """Shows the cached choice for the target on this machine (measuring it if there is none; --refresh: always)."""
+    from . import presets
+    from .errors import InvalidSettingsError
+    from .loading import load_model, locate, resolve_device
+
+    device = resolve_device(args.device)
+    if device.type != "cpu":
+        raise InvalidSettingsError(f"tune measures CPU paths; on {device} `auto` is bfloat16 (not measured)")
+    target = args.target or presets.DEFAULT_TARGET
+    source, _ = locate(target, True, err)
+    path = tuned_path(source, device, lambda: load_model(target, device=args.device, dtype="float32",
+                                                         trust_remote_code=args.trust_remote_code, progress=err),
+                      trust_remote_code=args.trust_remote_code, refresh=args.refresh, say=err)
+    out(f"target {target}")
+    out(format_path(path))
+    out(f"cached in {cache_file()}")
+    return 0

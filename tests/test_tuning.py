@@ -135,3 +135,24 @@ def test_tuning_off_follows_the_rules(monkeypatch, tiny_folder):
     monkeypatch.setenv("SPECDEC_TUNING", "0")
     loaded = load_model(tiny_folder)
     assert loaded.dtype == torch.float32 and not tuning.cache_file().exists()
+
+
+def test_tune_shows_the_cached_choice_and_refresh_measures_again(monkeypatch, capsys):
+    from specdec.cli import main
+
+    assert main(["tune", "--target", "lab-target"]) == 0
+    shown = capsys.readouterr().out
+    assert "chosen: float32" in shown and str(tuning.cache_file()) in shown
+    calls = []
+    measure = tuning.measure_paths
+    monkeypatch.setattr(tuning, "measure_paths", lambda *a, **k: calls.append(1) or measure(*a, **k))
+    assert main(["tune", "--target", "lab-target"]) == 0 and calls == []
+    assert main(["tune", "--target", "lab-target", "--refresh"]) == 0 and calls == [1]
+
+
+def test_tune_off_the_cpu_is_one_line_and_exit_2(capsys):
+    from specdec.cli import main
+
+    assert main(["tune", "--target", "lab-target", "--device", "cuda"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
