@@ -1,6 +1,6 @@
 """How many CPU threads a decoding step computes on.
 
-app.py (and the measurement scripts) set OMP_WAIT_POLICY=PASSIVE: OpenMP threads sleep between parallel
+The process-wide set-up (process.py, run by importing specdec) sets OMP_WAIT_POLICY=PASSIVE: OpenMP threads sleep between parallel
 regions instead of spinning, because on a CPU shared with other processes spinning threads stall every
 step (docs/engine.md). A sleeping thread then pays a wake-up (~100 us) on every region, and a decoding
 forward is hundreds of small products of 5-80 us of work each, so under that policy a CPU run computes each

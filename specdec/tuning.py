@@ -328,7 +328,7 @@ def tuned_path(source: str, device: torch.device, load_float32: Callable[[], obj
     known = None if refresh else cached_path(key)
     if known is not None:
         return known
-    say("Measuring the fastest exact path on this machine (once per model shape, ~2 s)…")
+    say("Measuring the fastest exact path on this machine (once per model shape and machine: a few seconds)…")
     path = measure_paths(loaded or load_float32(), key)
     store(path)
     return path
