@@ -243,6 +243,7 @@ def load_model(
     if tuned is not None:
         loaded.tuned = tuned
         set_model_threads(loaded.model, tuned.threads)
+        tuning.remember(name, tuned)
     return loaded
 
 

@@ -297,6 +297,18 @@ def bfloat16_copy(loaded):
 
 # --- what loading asks -------------------------------------------------------------------------------------
 
+_CHOSEN: dict[str, TunedPath] = {}  # model name -> the path its latest `auto` load ran by (this process)
+
+
+def remember(name: str, path: TunedPath) -> None:
+    _CHOSEN[name] = path
+
+
+def chosen_for(name: str) -> Optional[TunedPath]:
+    """The measured path the model of this name was last loaded by in this process (None: explicit or not measured)."""
+    return _CHOSEN.get(name)
+
+
 def enabled() -> bool:
     """SPECDEC_TUNING=0 turns the measured `auto` off (loading.resolve_dtype's rules then apply)."""
     return os.environ.get("SPECDEC_TUNING", "1").strip().lower() not in {"0", "off", "false", "no"}

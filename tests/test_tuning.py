@@ -156,3 +156,8 @@ def test_tune_off_the_cpu_is_one_line_and_exit_2(capsys):
     assert main(["tune", "--target", "lab-target", "--device", "cuda"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_an_auto_load_is_remembered_for_the_engine_card(tiny_folder):
+    loaded = load_model(tiny_folder)
+    assert tuning.chosen_for(tiny_folder) is loaded.tuned

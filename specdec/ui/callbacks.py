@@ -16,6 +16,7 @@ from specdec.measurement import INTERACTIVE, SWEEP, Policy, cached, measure_spee
 from specdec.prompt_clean import clean_prompt
 from specdec.sweep import remember
 from specdec.theory import compute_stats, result_stats
+from specdec.tuning import chosen_for
 
 from . import inspector
 from .cards import alpha_note, render_cards, theory_note
@@ -183,7 +184,8 @@ class Lab:
 
     def view_cards(self, view: RunView, note: str = "") -> str:
         return render_cards(result_stats(view.result), view.estimate, view.result.metrics.memory, note,
-                            theory_note(view.events, view.result.settings.max_new_tokens), alpha_note(view.events))
+                            theory_note(view.events, view.result.settings.max_new_tokens), alpha_note(view.events),
+                            engine=chosen_for(view.result.target_name))
 
     def finish_view(self, view: RunView, note: str = "", status: str = "") -> dict:
         """Everything about a finished (or stopped) run: tokens, cards, plots, steps table, exports."""

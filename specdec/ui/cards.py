@@ -74,10 +74,23 @@ def theory_note(events, max_new_tokens: int | None = None) -> str:
     return f" · theory E = {expected:.2f} at α = {alpha:.2f} (accepted / evaluated), K = {k}"
 
 
+def _engine_card(path) -> str:
+    """The path the measured `auto` chose for the target (specdec.tuning.TunedPath) and the figures behind it."""
+    chosen = path.chosen
+    value = f"{path.dtype} · {path.threads} thread{'s' if path.threads != 1 else ''}"
+    figures = (f"{chosen.runner}; measured here: step {chosen.step_ms:.1f} ms, verify {chosen.verify_ms:.1f} ms"
+               if chosen is not None else "measured here")
+    others = [f"{c.label} {c.cost_ms:.1f} ms" + (f" (excluded: {c.excluded})" if c.excluded else "")
+              for c in path.candidates if c is not chosen and c.cost_ms is not None]
+    sub = figures + (f" · step + verify of the others: {'; '.join(others)}" if others else "")
+    return _card("Engine path (auto, measured)", value, sub, "engine")
+
+
 def render_cards(stats: RunStats, estimate=None, memory=None, note: str = "", theory: str = "",
-                 alpha: str = "") -> str:
+                 alpha: str = "", engine=None) -> str:
     """Acceptance rate (accepted / drafted, with α beside it), tokens per target forward (with the
-    theory's figure), tokens/s of the streamed run, the measured speedup (an Estimate), memory."""
+    theory's figure), tokens/s of the streamed run, the measured speedup (an Estimate), memory, and (engine: a
+    specdec.tuning.TunedPath) the path the measured `auto` chose for the target."""
     rate, per_fwd, tps = stats.acceptance_rate, stats.tokens_per_forward, stats.tokens_per_s
     cards = [
         _card("Acceptance rate (accepted / drafted)", "–" if rate is None else f"{rate:.0%}",
@@ -89,5 +102,5 @@ def render_cards(stats: RunStats, estimate=None, memory=None, note: str = "", th
               f"engine time {stats.engine_s:.2f} s", "tokens_per_s"),
         _speedup_card(estimate, note),
         _memory_card(memory),
-    ]
+    ] + ([_engine_card(engine)] if engine is not None else [])
     return f'<div class="cards">{"".join(cards)}</div>'
