@@ -174,8 +174,9 @@ def theory_fit_html(rows) -> str:
                         f"<td>{_fmt(r.theory_measured)}</td><td>{_fmt(r.theory_free_draft)}</td>"
                         f"<td>{_fmt(r.v)}</td><td>{_fmt(r.v_fit)}</td></tr>"
                         for r in members)
+        slower = f' <span class="slower-here">({escape(SLOWER_HERE)})</span>' if slower_here(members) else ""
         body.append(f"<h4>{escape(d)}, T={t:g}: α = {_fmt(members[0].alpha)} (accepted / evaluated), "
-                    f"c = {_fmt(members[0].c_pooled)}</h4><table class='fit-table'><tr><th>K</th><th>measured</th>"
+                    f"c = {_fmt(members[0].c_pooled)}{slower}</h4><table class='fit-table'><tr><th>K</th><th>measured</th>"
                     f"<th>textbook (v = 1)</th><th>measured form (v(K))</th><th>drafting free (c = 0)</th>"
                     f"<th>v(K) measured</th>"
                     f"<th>v(K) line</th></tr>{cells}</table>")
@@ -228,11 +229,23 @@ def schedule_lines(rows) -> list[str]:
     return lines
 
 
+SLOWER_HERE = "slower here: every K measured slower than target-only on this machine"
+
+
+def slower_here(members) -> bool:
+    """Every measured point of one drafter's group has its whole 95% interval below 1 (a drafter with a point of no
+    measurable difference, or without intervals yet, is not called slower)."""
+    measured = [r for r in members if r.speedup is not None]
+    return bool(measured) and all(r.speedup_high is not None and r.speedup_high < 1 for r in measured)
+
+
 def best_summary(rows) -> str:
     lines = []
     for d, s, t, members in _groups(rows):
         best = next((r for r in members if r.best_measured), None)
-        if best and s == CONSTANT:
+        if best and s == CONSTANT and slower_here(members):
+            lines.append(f"{d} at T={t:g}: {SLOWER_HERE} (best K={best.k}: {_measured(best)}).")
+        elif best and s == CONSTANT:
             theory = (f"; the textbook form's best K={best.theory_best_k} (α={best.alpha:.2f}, c={best.c_pooled:.2f})"
                       if best.theory_best_k else "")
             lines.append(f"{d} at T={t:g}: best measured K={best.k} ({_measured(best)}){theory}.")
