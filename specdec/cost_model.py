@@ -235,8 +235,8 @@ def draft_shape(name: str, target: Network, allow_local_paths: bool = True) -> D
 
 
 def choose_dtype(dtype: str, device: Device, target_name: str, allow_local_paths: bool = True) -> str:
-    """`auto`: what the app would load on this machine (loading.resolve_dtype); on a GPU preset bfloat16,
-    or float16 where the device has no bfloat16 (T4)."""
+    """`auto`: what the app would load on this machine (its measured choice where tuning.py has cached one, else
+    loading.resolve_dtype's rules); on a GPU preset bfloat16, or float16 where the device has no bfloat16 (T4)."""
     if dtype != "auto":
         if dtype not in DTYPE_BYTES:
             raise ValueError(f"Unknown dtype {dtype!r}: use auto, {', '.join(DTYPE_BYTES)}.")
@@ -245,8 +245,13 @@ def choose_dtype(dtype: str, device: Device, target_name: str, allow_local_paths
         return "bfloat16" if "bfloat16" in device.peak_flops else "float16"
     from .loading import dtype_name, resolve_device, resolve_dtype
 
-    source = model_source(target_name, allow_local_paths)
-    return dtype_name(resolve_dtype("auto", resolve_device("auto"), source if os.path.isdir(source) else None))
+    from . import tuning
+
+    source, resolved = model_source(target_name, allow_local_paths), resolve_device("auto")
+    measured = tuning.cached_for(source, resolved) if resolved.type == "cpu" and tuning.enabled() else None
+    if measured is not None:
+        return measured.dtype
+    return dtype_name(resolve_dtype("auto", resolved, source if os.path.isdir(source) else None))
 
 
 # --- prediction ---------------------------------------------------------------------------------------------

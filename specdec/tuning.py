@@ -326,6 +326,12 @@ def local_config(source: str, trust_remote_code: bool):
         return None
 
 
+def cached_for(source: str, device: torch.device, trust_remote_code: bool = False) -> Optional[TunedPath]:
+    """The cached choice for a local model folder on this machine, without measuring (None: none yet)."""
+    config = local_config(source, trust_remote_code)
+    return cached_path(tuning_key(config, device)) if config is not None else None
+
+
 def tuned_path(source: str, device: torch.device, load_float32: Callable[[], object], *,
                trust_remote_code: bool = False, refresh: bool = False, say: Callable[[str], None] = lambda m: None
                ) -> TunedPath:

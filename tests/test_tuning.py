@@ -1,5 +1,7 @@
 """The measured `auto` (specdec/tuning.py): the fastest path that keeps greedy identity is chosen, cached by key in
 the model cache folder, and explicit choices win."""
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -161,3 +163,12 @@ def test_tune_off_the_cpu_is_one_line_and_exit_2(capsys):
 def test_an_auto_load_is_remembered_for_the_engine_card(tiny_folder):
     loaded = load_model(tiny_folder)
     assert tuning.chosen_for(tiny_folder) is loaded.tuned
+
+
+def test_the_cost_models_auto_dtype_is_the_measured_one(monkeypatch, tiny_folder):
+    from specdec.cost_model import choose_dtype
+    from specdec.devices import THIS_MACHINE, preset
+
+    loaded = load_model(tiny_folder)
+    monkeypatch.setattr(tuning, "cached_path", lambda key: replace(loaded.tuned, dtype="bfloat16"))
+    assert choose_dtype("auto", replace(preset("t4"), key=THIS_MACHINE), tiny_folder) == "bfloat16"
