@@ -172,3 +172,8 @@ def test_the_cost_models_auto_dtype_is_the_measured_one(monkeypatch, tiny_folder
     loaded = load_model(tiny_folder)
     monkeypatch.setattr(tuning, "cached_path", lambda key: replace(loaded.tuned, dtype="bfloat16"))
     assert choose_dtype("auto", replace(preset("t4"), key=THIS_MACHINE), tiny_folder) == "bfloat16"
+
+
+def test_a_later_candidate_within_the_margin_of_an_earlier_one_leaves_the_earlier_chosen():
+    best, why = choose([figures("float32", 1, 20, 25), figures("float32", 2, 19.5, 24.5)])
+    assert (best.dtype, best.threads) == ("float32", 1) and "within 5% of the fastest" in why
