@@ -59,11 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=int, default=6, help="rounds of every engine (6+ for a 95%% interval)")
     bench.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     bench.add_argument("--json-out", default=None, help="also write the JSON report to this file")
-
     bench.add_argument("--suite", action="store_true", help="this machine's benchmark table: target-only vs "
                        "transformers, every zoo drafter vs target-only (specdec/bench_suite.py)")
 
-    from .tuning import add_tune_arguments
+    from .tuning_cli import add_tune_arguments
 
     add_tune_arguments(commands.add_parser("tune", help="show (--refresh: measure again) the fastest exact path "
                                            "`auto` chose for a model on this machine"))
@@ -216,7 +215,7 @@ def run_fetch(args) -> int:
 
 
 def run_tune(args) -> int:
-    from .tuning import run_tune as tune
+    from .tuning_cli import run_tune as tune
 
     return tune(args, out=print, err=lambda message: print(message, file=sys.stderr, flush=True))
 

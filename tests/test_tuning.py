@@ -7,6 +7,7 @@ import torch
 
 from specdec import load_model, threads, tuning
 from specdec.tuning import CandidateFigures, TunedPath, choose
+from specdec.tuning_cli import format_path
 from tiny_models import build_model, save, tiny_config
 
 CPU = torch.device("cpu")
@@ -129,7 +130,7 @@ def test_the_lab_model_measurement_produces_a_full_record():
     assert all(c.step_ms > 0 and c.verify_ms > 0 and c.runner for c in path.candidates)
     assert path.chosen is not None and not path.chosen.excluded
     assert path.key["cpu"] == tuning.cpu_model() and path.key["torch"] == torch.__version__
-    table = tuning.format_path(path)
+    table = format_path(path)
     assert "chosen:" in table and len(table.splitlines()) >= 5 + len(path.candidates) - 1
 
 
