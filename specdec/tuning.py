@@ -42,7 +42,7 @@ from . import packed_weights, threads
 from .process import describe_process
 
 FILE_NAME = "tuning.json"
-FORMAT = 1
+FORMAT = 2  # bumped when the candidates or the choice rule change: older records are measured again
 CONTEXT = 48  # prefix tokens before every timed forward
 PROBE_K = 4  # the verification timed is K + 1 tokens
 PROBE_TOKENS = 8  # greedy tokens of the identity probe (>= PROBE_K + 1)
