@@ -11,6 +11,10 @@ import sys
 # processes (a Space, a busy laptop) spinning threads can stall every step ~10x (measured here: an 8x3
 # sweep took 7-8 s with it, 16-340 s without, while other processes were busy). Set it to override.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# On a Space with persistent storage, Hub downloads (online pairs) survive restarts there too; the fetched
+# SmolLM2 goes to /data/specdec by itself (specdec/fetch.py). Before huggingface_hub reads HF_HOME.
+if os.environ.get("SPACE_ID") and os.path.isdir("/data") and os.access("/data", os.W_OK):
+    os.environ.setdefault("HF_HOME", "/data/huggingface")
 
 from specdec.ui.launch import parse_options, serve  # noqa: E402
 
