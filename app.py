@@ -16,6 +16,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 if os.environ.get("SPACE_ID") and os.path.isdir("/data") and os.access("/data", os.W_OK):
     os.environ.setdefault("HF_HOME", "/data/huggingface")
 
+try:  # on ZeroGPU `spaces` must come before torch touches CUDA (layout.on_gpu uses it); elsewhere it is absent
+    import spaces  # noqa: F401
+except ImportError:
+    pass
+
 from specdec.ui.launch import parse_options, serve  # noqa: E402
 
 

@@ -2,9 +2,9 @@
 upload path, driven through a fake HfApi, ends every failure with one line and exit status 2."""
 import shutil
 import subprocess
+import types
 from pathlib import Path
 
-import httpx2
 import pytest
 from huggingface_hub.errors import HfHubHTTPError
 from safetensors import safe_open
@@ -161,14 +161,14 @@ def test_no_token_gives_one_line_and_exit_2(monkeypatch, capsys):
 
 
 def test_a_network_error_gives_one_line_and_exit_2(monkeypatch, capsys):
-    code, out = run_deploy_command(monkeypatch, capsys, FakeHub(httpx2.ConnectError("[Errno -3] Temporary failure "
-                                                                                     "in name resolution")))
+    code, out = run_deploy_command(monkeypatch, capsys, FakeHub(ConnectionError("[Errno -3] Temporary failure in "
+                                                                                 "name resolution")))
     assert code == 2 and out.err == ("error: could not reach the Hugging Face Hub to upload someone/specdec-lab: "
                                      "[Errno -3] Temporary failure in name resolution\n")
 
 
 def test_a_refused_upload_gives_one_line_and_exit_2(monkeypatch, capsys):
-    response = httpx2.Response(403, request=httpx2.Request("POST", "https://huggingface.co/api/spaces/x/commit/main"))
+    response = types.SimpleNamespace(status_code=403, headers={}, request=None)  # all HfHubHTTPError reads of it
     refusal = HfHubHTTPError("403 Forbidden: you do not have write access to someone/specdec-lab.\nmore detail",
                              response=response)
     code, out = run_deploy_command(monkeypatch, capsys, FakeHub(refusal))
