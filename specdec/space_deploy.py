@@ -146,8 +146,8 @@ def check_file_set(files: list[SpaceFile], root: Path = ROOT) -> list[str]:
         if required not in names:
             problems.append(f"the Space needs {required}, which is missing")
     if "README.md" in names:
-        problems += front_matter_problems((Path(root) / "README.md").read_text(),
-                                          (Path(root) / "requirements.txt").read_text() if "requirements.txt" in names else "")
+        requirements = (Path(root) / "requirements.txt").read_text() if "requirements.txt" in names else ""
+        problems += front_matter_problems((Path(root) / "README.md").read_text(), requirements)
     return problems
 
 
@@ -155,7 +155,8 @@ def front_matter_problems(readme: str, requirements: str) -> list[str]:
     block = re.match(r"---\n(.*?)\n---\n", readme, re.S)
     if block is None:
         return ["README.md has no front matter (--- … ---): the Space needs sdk, sdk_version and app_file"]
-    fields = dict(line.split(": ", 1) for line in block.group(1).splitlines() if ": " in line and not line.startswith(" "))
+    fields = dict(line.split(": ", 1) for line in block.group(1).splitlines()
+                  if ": " in line and not line.startswith(" "))
     problems = []
     if fields.get("sdk") != "gradio":
         problems.append(f"README.md front matter: sdk must be gradio (got {fields.get('sdk')!r})")
@@ -267,7 +268,8 @@ def add_deploy_parser(commands) -> None:
     """The `deploy` subcommand (registered by cli.py)."""
     parser = commands.add_parser("deploy", help="upload a snapshot of this working tree to a Hugging Face Space")
     parser.add_argument("--space", required=True, help="OWNER/NAME of the Space (created if it does not exist)")
-    parser.add_argument("--hardware", default=None, choices=HARDWARE, help="Space hardware (default: the Hub's, cpu-basic)")
+    parser.add_argument("--hardware", default=None, choices=HARDWARE,
+                        help="Space hardware (default: the Hub's, cpu-basic)")
     parser.add_argument("--private", action="store_true", help="create the Space private")
     parser.add_argument("--dry-run", action="store_true", help="list the files, sizes and routes; upload nothing")
     parser.add_argument("--include", action="append", default=[], choices=OPTIONAL_FOLDERS,

@@ -101,7 +101,7 @@ def wire(lab: Lab, c: dict, session) -> None:
        {**view_out, **pick(c, state="cost_state", alpha="cost_alpha")},
        api_name="cost_model", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=300, run_id=c["run_id"],
        show_progress_on=[c["cost_speedup"]])
-    on_stop(c["cost_stop"].click, lab, session, c["run_id"], pick(c, status="cost_status"),
+    on_stop(c["cost_stop"].click, lab, session, c["run_id"], "cost_model", pick(c, status="cost_status"),
             api_visibility="private")
 
 

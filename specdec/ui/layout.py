@@ -76,13 +76,14 @@ def on_gpu(fn, duration_s: int):
     return spaces.GPU(duration=duration_s)(fn)
 
 
-# Each timed run gets an id made in the browser as it is sent (its Stop buttons then send that id): a Stop
-# pressed during one run that reaches the server after the next run started stops nothing. The id lives in
-# the page (window.specdecRunId), set only when the run is really sent (a click while a run is pending is
-# dropped by Gradio before its js runs).
+# Each timed run gets an id made in the page as it is sent, kept per endpoint (window.specdecRunIds[api_name]);
+# its tab's Stop sends that id, so a Stop pressed during one run that reaches the server after the next run
+# started stops nothing. The id is set only when the run is really sent: a click while that run is pending is
+# dropped by Gradio before its js runs.
 RUN_JS = """(...args) => { const id = Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 10);
-  window.specdecRunId = id; const inputs = args.slice(0, %d); inputs[inputs.length - 1] = id; return inputs; }"""
-STOP_JS = """(session, runId) => [session, window.specdecRunId || "none"]"""
+  (window.specdecRunIds ||= {})["%s"] = id; const inputs = args.slice(0, %d); inputs[inputs.length - 1] = id;
+  return inputs; }"""
+STOP_JS = """(session, runId) => [session, (window.specdecRunIds || {})["%s"] || "none"]"""
 
 
 def tied_to_run(fn):
@@ -112,16 +113,18 @@ def on(trigger, fn, inputs, outputs: dict, gpu_s: int | None = None, run_id=None
         fn = guard_run(fn)  # deployment limits and the per-run time budget (guard.py)
     if run_id is not None:
         fn, inputs = tied_to_run(fn), [*inputs, run_id]
-        kwargs["js"] = RUN_JS % len(inputs)
+        kwargs["js"] = RUN_JS % (kwargs["api_name"], len(inputs))
     wrapped, components = bind(fn, outputs)
     if gpu_s:
         wrapped = on_gpu(wrapped, gpu_s)
     return trigger(wrapped, inputs=inputs, outputs=components, **kwargs)
 
 
-def on_stop(trigger, lab: Lab, session, run_id, outputs: dict, **kwargs):
-    """A Stop button: it sends the id of the run started last in this page (RUN_JS), and stops only that run."""
-    return on(trigger, lab.stop, [session, run_id], outputs, js=STOP_JS, concurrency_limit=None, **kwargs)
+def on_stop(trigger, lab: Lab, session, run_id, run_name: str, outputs: dict, **kwargs):
+    """A Stop button for the timed run registered as api_name=run_name: it sends the id of that run as started
+    last in this page (RUN_JS) and stops only that run."""
+    return on(trigger, lab.stop, [session, run_id], outputs, js=STOP_JS % run_name, concurrency_limit=None,
+              **kwargs)
 
 
 def pick_preset(key: str) -> dict:
@@ -267,7 +270,7 @@ def _wire_generate(lab: Lab, c: dict, s) -> list:
              api_name="generate", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120, run_id=c["run_id"],
              show_progress_on=[c["tokens"]])
     on(run.then, lab.first_interesting_step, [s], inspect_out, api_visibility="private")
-    on_stop(c["stop"].click, lab, s, c["run_id"], pick(c, "status"), api_name="stop")
+    on_stop(c["stop"].click, lab, s, c["run_id"], "generate", pick(c, "status"), api_name="stop")
     on(c["inspect_step"].release, lab.show_step, [s, c["inspect_step"]], inspect_out, api_visibility="private")
     on(c["prev"].click, partial(lab.step_by, delta=-1), [s, c["inspect_step"]], inspect_out, api_visibility="private")
     on(c["next"].click, partial(lab.step_by, delta=1), [s, c["inspect_step"]], inspect_out, api_visibility="private")
@@ -293,8 +296,9 @@ def _wire_race_and_sweep(lab: Lab, c: dict, s, settings) -> None:
        show_progress_on=[c["sweep_speedup"]])
     on(c["preset"].input, pick_preset, [c["preset"]], pick(c, "target", "draft", "sweep_drafts", "preset_note"),
        api_visibility="private")
-    for name, status in (("race_stop", "race_status"), ("sweep_stop", "sweep_status")):
-        on_stop(c[name].click, lab, s, c["run_id"], pick(c, status=status), api_visibility="private")
+    for name in ("race", "sweep"):
+        on_stop(c[f"{name}_stop"].click, lab, s, c["run_id"], name, pick(c, status=f"{name}_status"),
+                api_visibility="private")
 
 
 def build_app(lab: Lab | None = None) -> gr.Blocks:

@@ -54,7 +54,7 @@ def wire(lab: Lab, c: dict, session, settings: list) -> None:
             result="lossless_result", status="lossless_status", error="lossless_error"),
        api_name="lossless", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120, run_id=c["run_id"],
        show_progress_on=[c["lossless_plot"]])
-    on_stop(c["lossless_stop"].click, lab, session, c["run_id"], pick(c, status="lossless_status"),
+    on_stop(c["lossless_stop"].click, lab, session, c["run_id"], "lossless", pick(c, status="lossless_status"),
             api_visibility="private")
 
 
