@@ -224,9 +224,16 @@ def upload(space: str, staging: Path, *, hardware: str | None, private: bool, ap
                                    delete_patterns="*")  # files of an earlier snapshot that are gone now
     except HfHubHTTPError as exc:
         raise DeployError(f"the Hub refused the upload to {space}: {first_line(exc)}") from None
-    except Exception as exc:  # noqa: BLE001 (connection, DNS, TLS, timeouts: all one line)
-        raise DeployError(f"could not reach the Hugging Face Hub to upload {space}: {first_line(exc)}") from None
+    except Exception as exc:  # noqa: BLE001 (connection, DNS, TLS, timeouts, anything else: one line each)
+        if is_network_error(exc):
+            raise DeployError(f"could not reach the Hugging Face Hub to upload {space}: {first_line(exc)}") from None
+        raise DeployError(f"the upload to {space} failed: {type(exc).__name__}: {first_line(exc)}") from None
     return str(getattr(commit, "commit_url", commit))
+
+
+def is_network_error(exc: BaseException) -> bool:
+    """OSError (socket, DNS) or an error of the HTTP library huggingface_hub uses (it changed across versions)."""
+    return isinstance(exc, OSError) or type(exc).__module__.split(".")[0] in {"httpx", "httpx2", "requests", "urllib3"}
 
 
 def first_line(exc: BaseException) -> str:

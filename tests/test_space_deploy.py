@@ -167,6 +167,11 @@ def test_a_network_error_gives_one_line_and_exit_2(monkeypatch, capsys):
                                      "[Errno -3] Temporary failure in name resolution\n")
 
 
+def test_an_unexpected_failure_of_the_upload_gives_one_line_and_exit_2(monkeypatch, capsys):
+    code, out = run_deploy_command(monkeypatch, capsys, FakeHub(ValueError("Invalid repo id\nsecond line")))
+    assert code == 2 and out.err == "error: the upload to someone/specdec-lab failed: ValueError: Invalid repo id\n"
+
+
 def test_a_refused_upload_gives_one_line_and_exit_2(monkeypatch, capsys):
     response = types.SimpleNamespace(status_code=403, headers={}, request=None)  # all HfHubHTTPError reads of it
     refusal = HfHubHTTPError("403 Forbidden: you do not have write access to someone/specdec-lab.\nmore detail",
