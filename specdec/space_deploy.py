@@ -257,13 +257,14 @@ def deploy(space: str, *, hardware: str | None = None, private: bool = False, dr
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise DeployError(f"the Space's file set would be refused: {problems[0]}{more}")
-    out(listing(files))
     if dry_run:
+        out(listing(files))
         out(f"dry run: nothing uploaded; `python -m specdec deploy --space {space}` sends these files to the Space")
         return 0
     token = (token_finder or find_token)()
     if not token:
         raise DeployError("no Hugging Face token: set HF_TOKEN or run `hf auth login`, then deploy again")
+    out(listing(files))
     with tempfile.TemporaryDirectory(prefix="specdec-space-") as folder:
         url = upload(space, stage(files, root, Path(folder)), hardware=hardware, private=private,
                      api=(api_factory or default_api)(token))

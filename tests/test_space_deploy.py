@@ -157,7 +157,7 @@ def test_no_token_gives_one_line_and_exit_2(monkeypatch, capsys):
     hub = FakeHub()
     code, out = run_deploy_command(monkeypatch, capsys, hub, None)
     assert code == 2 and out.err == "error: no Hugging Face token: set HF_TOKEN or run `hf auth login`, then deploy again\n"
-    assert hub.calls == []
+    assert hub.calls == [] and out.out == ""
 
 
 def test_a_network_error_gives_one_line_and_exit_2(monkeypatch, capsys):
