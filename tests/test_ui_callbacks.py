@@ -241,7 +241,7 @@ def test_a_stop_pressed_while_its_run_waits_in_the_queue_stops_it_when_it_starts
 
 
 def test_the_run_id_input_reaches_the_session_and_not_the_callback(lab):
-    from specdec.ui.layout import tied_to_run
+    from specdec.ui.run_ids import tied_to_run
 
     tied = tied_to_run(lab.generate)
     assert list(inspect.signature(tied).parameters)[-1] == "run_id"

@@ -20,6 +20,7 @@ from .guard import guard_run
 from .launch import preload_update
 
 from .render import render_legend, render_tokens
+from .run_ids import RUN_JS, STOP_JS, tied_to_run
 from .session import Session
 from .style import CSS, TOKEN_CLICK_JS
 from .sweep_view import SWEEP_TABLE_NOTE, TABLE_COLUMNS
@@ -74,36 +75,6 @@ def on_gpu(fn, duration_s: int):
     except ImportError:
         return fn
     return spaces.GPU(duration=duration_s)(fn)
-
-
-# Each timed run gets an id made in the page as it is sent, kept per endpoint (window.specdecRunIds[api_name]);
-# its tab's Stop sends that id, so a Stop pressed during one run that reaches the server after the next run
-# started stops nothing. The id is set only when the run is really sent: a click while that run is pending is
-# dropped by Gradio before its js runs.
-RUN_JS = """(...args) => { const id = Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 10);
-  (window.specdecRunIds ||= {})["%s"] = id; const inputs = args.slice(0, %d); inputs[inputs.length - 1] = id;
-  return inputs; }"""
-STOP_JS = """(session, runId) => [session, (window.specdecRunIds || {})["%s"] || "none"]"""
-
-
-def tied_to_run(fn):
-    """fn with one more, last input: the run id RUN_JS made (empty from an API client). The session's next
-    timed run takes it (Session.timed_run), so only a Stop carrying it stops this run."""
-    params = list(inspect.signature(fn).parameters.values())
-    cut = next((i for i, p in enumerate(params) if p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD)), len(params))
-    run_id = inspect.Parameter("run_id", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="")
-
-    def take_id(args):
-        *args, given = args
-        args[0].next_run_id = str(given or "") or None  # args[0]: the Session
-        return args
-
-    @wraps(fn)
-    def tied(*args, **kwargs):
-        return (yield from fn(*take_id(args), **kwargs))
-
-    tied.__signature__ = inspect.Signature([*params[:cut], run_id, *params[cut:]])
-    return tied
 
 
 def on(trigger, fn, inputs, outputs: dict, gpu_s: int | None = None, run_id=None, **kwargs):
