@@ -46,5 +46,5 @@ def test_stop_then_run_at_once_lets_the_new_run_complete(tmp_path_factory):
         set_number(page, "Max new tokens", 200)
         page.locator("#run-btn").click()
         expect(status).to_contain_text("Measuring the speedup")
-        page.locator("#stop-btn").click()  # a Stop during a run still stops it
-        expect(status).to_contain_text("Stopped the measurement")
+        page.locator("#stop-btn").click()  # a Stop during a run still stops it (before or after its first timed pair)
+        expect(status).to_contain_text("Stopped")
