@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     fetch = commands.add_parser("fetch", help="download and convert a fetchable model into the model cache")
     fetch.add_argument("name", help="smollm2-135m-instruct")
+
+    from .space_deploy import add_deploy_parser
+    add_deploy_parser(commands)
     return parser
 
 
@@ -226,6 +229,9 @@ def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         commands = {"generate": run_generate, "bench": run_bench, "fetch": run_fetch, "tune": run_tune}
+        if args.command == "deploy":
+            from .space_deploy import run_deploy
+            return run_deploy(args)
         return commands[args.command](args)
     except SpecDecError as exc:
         print(f"error: {exc}", file=sys.stderr)

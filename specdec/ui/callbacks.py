@@ -201,11 +201,11 @@ class Lab:
             "error": "",
         }
 
-    def stop(self, session: Session) -> dict:
-        """Asks the session's running run to end after its current step. It writes no output (only a
-        toast): the run reports "Stopped" itself, and a reply arriving after that must not replace it."""
-        if session.running:
-            session.stop_requested = True
+    def stop(self, session: Session, run_id: str | None = None) -> dict:
+        """Asks the run that Stop was pressed during (run_id; the run in progress when None) to end after its
+        current step. It writes no output (only a toast): the run reports "Stopped" itself, and a reply
+        arriving after that must not replace it."""
+        if session.request_stop(run_id):
             gr.Info("Stopping after the current step…")
         return {}
 

@@ -83,7 +83,7 @@ def build(c: dict) -> None:
 
 
 def wire(lab: Lab, c: dict, session) -> None:
-    from .layout import DEVICE, on, pick  # layout imports this module: its helpers are ready by now
+    from .layout import DEVICE, on, on_stop, pick  # layout imports this module: its helpers are ready by now
 
     allow = local_paths_allowed(lab)
     view_in = [c[n] for n in ("target", "draft", "target_custom", "draft_custom", "k", "cost_device", "cost_dtype",
@@ -99,10 +99,10 @@ def wire(lab: Lab, c: dict, session) -> None:
     on(c["cost_measure"].click, partial(measure, lab, allow_local_paths=allow),
        [session, *settings, c["cost_device"], c["cost_dtype"], c["cost_ks"]],
        {**view_out, **pick(c, state="cost_state", alpha="cost_alpha")},
-       api_name="cost_model", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=300,
+       api_name="cost_model", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=300, run_id=c["run_id"],
        show_progress_on=[c["cost_speedup"]])
-    on(c["cost_stop"].click, lab.stop, [session], pick(c, status="cost_status"), concurrency_limit=None,
-       api_visibility="private")
+    on_stop(c["cost_stop"].click, lab, session, c["run_id"], "cost_model", pick(c, status="cost_status"),
+            api_visibility="private")
 
 
 def local_paths_allowed(lab: Lab) -> bool:

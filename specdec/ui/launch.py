@@ -149,7 +149,8 @@ def preload_update(state: PreloadState = PRELOAD) -> dict:
     from .render import render_status
 
     if not state.done:
-        return {"status": render_status(state.message or "Preparing the default models…")}
+        return {"status": render_status(f"{state.message or 'Preparing the default models…'} "
+                                        f"({fetch.describe_cache()})")}
     update: dict = {"timer": gr.Timer(active=False), "status": ""}
     if state.fallback_reason:
         update.update(status=render_status(state.fallback_reason), target=FALLBACK_PAIR[0], draft=FALLBACK_PAIR[1])
@@ -169,6 +170,7 @@ def serve(options: argparse.Namespace, lab: Lab | None = None, block: bool = Tru
     limits = configure(options.limits)  # the callbacks' guard reads them (guard.py)
     loading.set_cache_budget(limits.model_cache_gb)
     log.info("limits: %s", describe(limits))
+    log.info("%s", fetch.describe_cache())
     lab = lab or Lab(device=options.device, allow_local_paths=options.allow_local_paths,
                      policy=replace(INTERACTIVE, max_repeats=limits.max_repeats))
     demo = build_app(lab)

@@ -20,6 +20,7 @@ from .guard import guard_run
 from .launch import preload_update
 
 from .render import render_legend, render_tokens
+from .run_ids import RUN_JS, STOP_JS, tied_to_run
 from .session import Session
 from .style import CSS, TOKEN_CLICK_JS
 from .sweep_view import SWEEP_TABLE_NOTE, TABLE_COLUMNS
@@ -76,14 +77,25 @@ def on_gpu(fn, duration_s: int):
     return spaces.GPU(duration=duration_s)(fn)
 
 
-def on(trigger, fn, inputs, outputs: dict, gpu_s: int | None = None, **kwargs):
-    """Registers `fn` (a dict-returning callback) on `trigger`; gpu_s marks a timed run on the device."""
+def on(trigger, fn, inputs, outputs: dict, gpu_s: int | None = None, run_id=None, **kwargs):
+    """Registers `fn` (a dict-returning callback) on `trigger`; gpu_s marks a timed run on the device, and
+    run_id (the hidden run-id component) ties it to its Stop buttons (on_stop)."""
     if gpu_s:
         fn = guard_run(fn)  # deployment limits and the per-run time budget (guard.py)
+    if run_id is not None:
+        fn, inputs = tied_to_run(fn), [*inputs, run_id]
+        kwargs["js"] = RUN_JS % (kwargs["api_name"], len(inputs))
     wrapped, components = bind(fn, outputs)
     if gpu_s:
         wrapped = on_gpu(wrapped, gpu_s)
     return trigger(wrapped, inputs=inputs, outputs=components, **kwargs)
+
+
+def on_stop(trigger, lab: Lab, session, run_id, run_name: str, outputs: dict, **kwargs):
+    """A Stop button for the timed run registered as api_name=run_name: it sends the id of that run as started
+    last in this page (RUN_JS) and stops only that run."""
+    return on(trigger, lab.stop, [session, run_id], outputs, js=STOP_JS % run_name, concurrency_limit=None,
+              **kwargs)
 
 
 def pick_preset(key: str) -> dict:
@@ -226,10 +238,10 @@ def _wire_generate(lab: Lab, c: dict, s) -> list:
     run = on(c["run"].click, lab.generate, [s, *settings],
              pick(c, "status", "error", "cleanup", "tokens", "cards", "plot_acceptance", "plot_lengths",
                   "plot_throughput", "plot_memory", "steps_table", "exports"),
-             api_name="generate", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120,
+             api_name="generate", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120, run_id=c["run_id"],
              show_progress_on=[c["tokens"]])
     on(run.then, lab.first_interesting_step, [s], inspect_out, api_visibility="private")
-    on(c["stop"].click, lab.stop, [s], pick(c, "status"), concurrency_limit=None, api_name="stop")
+    on_stop(c["stop"].click, lab, s, c["run_id"], "generate", pick(c, "status"), api_name="stop")
     on(c["inspect_step"].release, lab.show_step, [s, c["inspect_step"]], inspect_out, api_visibility="private")
     on(c["prev"].click, partial(lab.step_by, delta=-1), [s, c["inspect_step"]], inspect_out, api_visibility="private")
     on(c["next"].click, partial(lab.step_by, delta=1), [s, c["inspect_step"]], inspect_out, api_visibility="private")
@@ -243,7 +255,7 @@ def _wire_generate(lab: Lab, c: dict, s) -> list:
 def _wire_race_and_sweep(lab: Lab, c: dict, s, settings) -> None:
     on(c["race_run"].click, partial(race_tab.race, lab), [s, *settings],
        pick(c, "cleanup", "race_base", "race_spec", "race_summary", status="race_status", error="race_error"),
-       api_name="race", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120,
+       api_name="race", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120, run_id=c["run_id"],
        show_progress_on=[c["race_base"], c["race_spec"]])
     on(c["sweep_run"].click, partial(sweep_view.sweep, lab),
        [s, c["prompt"], c["clean"], c["target"], c["target_custom"], c["sweep_drafts"], c["sweep_ks"],
@@ -251,12 +263,13 @@ def _wire_race_and_sweep(lab: Lab, c: dict, s, settings) -> None:
         c["sweep_schedules"]],
        pick(c, "cleanup", "sweep_acceptance", "sweep_speedup", "sweep_heatmap", "sweep_memory", "sweep_table",
             "sweep_export", "sweep_best", "theory_fit", status="sweep_status", error="sweep_error"),
-       api_name="sweep", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=300,
+       api_name="sweep", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=300, run_id=c["run_id"],
        show_progress_on=[c["sweep_speedup"]])
     on(c["preset"].input, pick_preset, [c["preset"]], pick(c, "target", "draft", "sweep_drafts", "preset_note"),
        api_visibility="private")
-    for name, status in (("race_stop", "race_status"), ("sweep_stop", "sweep_status")):
-        on(c[name].click, lab.stop, [s], pick(c, status=status), concurrency_limit=None, api_visibility="private")
+    for name in ("race", "sweep"):
+        on_stop(c[f"{name}_stop"].click, lab, s, c["run_id"], name, pick(c, status=f"{name}_status"),
+                api_visibility="private")
 
 
 def build_app(lab: Lab | None = None) -> gr.Blocks:
@@ -265,6 +278,7 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
     c: dict = {}
     with gr.Blocks(title="SpecDec Lab") as demo:
         session = gr.State(Session())
+        c["run_id"] = gr.Textbox("", visible=False, label="Run id")  # a slot for the ids RUN_JS / STOP_JS send
         with gr.Sidebar(label="Models & decoding", width=330):
             _model_controls(c)
             _decoding_controls(c)

@@ -46,16 +46,16 @@ def build(c: dict) -> None:
 
 
 def wire(lab: Lab, c: dict, session, settings: list) -> None:
-    from .layout import DEVICE, on, pick  # layout imports this module: its helpers are ready by now
+    from .layout import DEVICE, on, on_stop, pick  # layout imports this module: its helpers are ready by now
 
     on(c["lossless_run"].click, partial(check, lab),
        [session, *settings, c["lossless_draws"], c["lossless_tokens"], c["lossless_verifier"]],
        pick(c, "cleanup", greedy="lossless_greedy", verdict="lossless_verdict", plot="lossless_plot",
             result="lossless_result", status="lossless_status", error="lossless_error"),
-       api_name="lossless", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120,
+       api_name="lossless", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120, run_id=c["run_id"],
        show_progress_on=[c["lossless_plot"]])
-    on(c["lossless_stop"].click, lab.stop, [session], pick(c, status="lossless_status"), concurrency_limit=None,
-       api_visibility="private")
+    on_stop(c["lossless_stop"].click, lab, session, c["run_id"], "lossless", pick(c, status="lossless_status"),
+            api_visibility="private")
 
 
 def check(lab: Lab, session: Session, prompt, clean_whitespace, target, draft, target_custom, draft_custom, k,
