@@ -1,0 +1,29 @@
+"""The fast tier (`-m "not slow"`) is named in one place, tests/conftest.py: its names must stay real, and the
+everyday loop must keep the correctness checks it promises."""
+import re
+from pathlib import Path
+
+import conftest
+
+TESTS = Path(__file__).resolve().parent
+
+
+def defined_test_names() -> set[str]:
+    return {name for path in TESTS.glob("test_*.py")
+            for name in re.findall(r"^def (test_\w+)\(", path.read_text(encoding="utf-8"), re.M)}
+
+
+def test_every_test_named_slow_exists():
+    assert conftest.SLOW_TESTS <= defined_test_names(), conftest.SLOW_TESTS - defined_test_names()
+
+
+def test_slow_modules_name_existing_files():
+    assert any(conftest.SLOW_MODULES.fullmatch(path.stem) for path in TESTS.glob("test_*.py"))
+
+
+def test_the_fast_tier_keeps_greedy_identity_and_a_chi_square_test():
+    fast_modules = {path.stem for path in TESTS.glob("test_*.py") if not conftest.SLOW_MODULES.fullmatch(path.stem)}
+    assert {"test_engine_greedy_identity", "test_distribution_paths", "test_mutations"} <= fast_modules
+    law_tests = re.findall(r"^def (test_every_token_of_a_long_run_follows_the_target_law)\(",
+                           (TESTS / "test_distribution_paths.py").read_text(encoding="utf-8"), re.M)
+    assert law_tests and not set(law_tests) & conftest.SLOW_TESTS
