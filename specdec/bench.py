@@ -24,6 +24,7 @@ import transformers
 from .decoding import generate
 from .errors import InvalidSettingsError
 from .events import DecodeSettings, MemoryReport
+from .loading import dtype_name
 from .measurement import Pair, Timing, estimate
 from .metrics import memory_summary
 
@@ -224,7 +225,7 @@ def run_benchmark(target, draft, ids, *, k: int, max_new_tokens: int, repeats: i
     return BenchReport(
         target=target.name, draft=getattr(draft, "name", "none") if draft is not None else "none", mode=mode, k=k,
         max_new_tokens=max_new_tokens, repeats=repeats, prompt_tokens=len(ids), device=str(target.device),
-        dtype=str(target.dtype).replace("torch.", ""), threads=torch.get_num_threads(),
+        dtype=dtype_name(target.dtype), threads=torch.get_num_threads(),
         runners={"target": target.runner_kind, "draft": getattr(draft, "runner_kind", mode)},
         versions={"torch": torch.__version__, "transformers": transformers.__version__},
         engines=[summarize_engine(name, samples[name]) for name in runs],

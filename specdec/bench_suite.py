@@ -25,6 +25,8 @@ import transformers
 from . import presets, tuning
 from .bench import HF_GENERATE, OURS_BASE, Comparison, compare, run_ours, run_rounds, run_transformers
 from .devices import measure_bandwidth
+from .errors import first_line
+from .loading import dtype_name
 from .process import describe_process
 
 SUITE_PROMPT = "Explain photosynthesis in simple terms."  # chat-wrapped where the target has a template
@@ -99,7 +101,7 @@ def measure_suite(target, drafters: dict[str, Callable[[], object]], ids: list[i
     report = SuiteReport(
         cpu=tuning.cpu_model(), cores=tuning.available_cores(), bandwidth_gb_s=bandwidths(device),
         path=tuning.summary(target.tuned) if target.tuned is not None else f"{str(target.dtype)[6:]} (explicit)",
-        target=target.name, device=str(device), dtype=str(target.dtype).replace("torch.", ""), prompt_tokens=len(ids),
+        target=target.name, device=str(device), dtype=dtype_name(target.dtype), prompt_tokens=len(ids),
         max_new_tokens=max_new_tokens, repeats=repeats,
         versions={"torch": torch.__version__, "transformers": transformers.__version__},
         omp_wait_policy=describe_process().get("omp_wait_policy", "unknown"))
@@ -111,7 +113,7 @@ def measure_suite(target, drafters: dict[str, Callable[[], object]], ids: list[i
         try:
             drafter = load()
         except Exception as exc:  # noqa: BLE001 (a drafter whose weights are missing here: the table says so)
-            report.skipped.append(f"{name}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+            report.skipped.append(f"{name}: {first_line(exc)}")
             continue
         engine = f"ours: {name}"
         samples = run_rounds({engine: lambda d=drafter: run_ours(target, d, ids, k, max_new_tokens), OURS_BASE: base},

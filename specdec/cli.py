@@ -13,7 +13,7 @@ import torch
 from transformers.utils import logging as transformers_logging
 
 from . import presets
-from .errors import SpecDecError
+from .errors import SpecDecError, first_line, is_out_of_memory
 from .events import DecodeSettings
 from .limits import (K_MAX, NUM_SAMPLES_MAX, SEED_MAX, TEMPERATURE_MAX, check_finite, check_integer,
                      check_model_name, check_prompt_text)
@@ -246,13 +246,7 @@ def main(argv=None) -> int:
         return 2 if is_out_of_memory(exc) else 1
 
 
-def is_out_of_memory(exc: BaseException) -> bool:
-    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError" or \
-        "out of memory" in str(exc).lower()
-
-
 def describe_unexpected(exc: BaseException) -> str:
     if is_out_of_memory(exc):
         return "out of memory: lower --max-new-tokens or --k, or use a smaller model or dtype"
-    first = (str(exc).strip().splitlines() or [""])[0]
-    return f"unexpected {type(exc).__name__}: {first} (run with SPECDEC_DEBUG=1 for the traceback)"
+    return f"unexpected {type(exc).__name__}: {first_line(exc)} (run with SPECDEC_DEBUG=1 for the traceback)"

@@ -23,3 +23,16 @@ class IncompatibleModelsError(SpecDecError):
 
 class LocalPathsDisabledError(ModelLoadError):
     """This deployment does not allow loading models from arbitrary local paths."""
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message in one line for a user: its first line, or its type's name when it has none."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether exc says the device or the host ran out of memory (torch's OutOfMemoryError, MemoryError, or a
+    backend's "out of memory" message)."""
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError" or \
+        "out of memory" in str(exc).lower()

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from .errors import ModelLoadError
+from .errors import ModelLoadError, first_line
 
 Progress = Optional[Callable[[str], None]]
 STAGING_PREFIX = ".fetch-"
@@ -163,8 +163,7 @@ def fetch_folder(name: str, progress: Progress = None) -> str:
 
         return snapshot_download(source, allow_patterns=["*.json", "*.safetensors", "*.jinja", "*.txt", "*.md"])
     except Exception as exc:  # noqa: BLE001 (network, auth and disk errors all need one line)
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise FetchError(f"Downloading {source} from the Hugging Face Hub failed: {first}") from exc
+        raise FetchError(f"Downloading {source} from the Hugging Face Hub failed: {first_line(exc)}") from exc
 
 
 def _lock_for(name: str) -> threading.Lock:
@@ -253,8 +252,7 @@ def build_folder(source: PackageModel, gguf: Path, out_dir: Path) -> None:
     except OSError:
         raise
     except Exception as exc:  # noqa: BLE001 (transformers raises many types; the user needs one line)
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise FetchError(f"Converting {source.gguf_name} failed: {first}; nothing was saved") from exc
+        raise FetchError(f"Converting {source.gguf_name} failed: {first_line(exc)}; nothing was saved") from exc
     (out_dir / "README.md").write_text(model_card(source))
 
 

@@ -23,10 +23,10 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from . import fetch, packed_weights, presets, tuning
 from .backend import HFEagerRunner
 from .compat import check_compatible, describe_vocab_mismatch, shared_vocab_size  # noqa: F401 (re-exported)
-from .errors import InvalidSettingsError, LocalPathsDisabledError, ModelLoadError, OfflineError
+from .errors import InvalidSettingsError, LocalPathsDisabledError, ModelLoadError, OfflineError, first_line
 from .memory import check_load_fits, check_run_fits, default_budget
 from .model_cache import ModelCache
-from .model_checks import check_causal_lm, check_loading_info, explain_load_failure, first_line
+from .model_checks import check_causal_lm, check_loading_info, explain_load_failure
 from .static_runner import StaticLlamaRunner, attention_dtype, supports_static
 from .threads import set_model_threads
 

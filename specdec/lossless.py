@@ -21,6 +21,7 @@ from .decoding import Generation
 from .errors import InvalidSettingsError
 from .events import DecodeSettings
 from .first_tokens import OTHER, FirstTokens, TargetLaw
+from .loading import dtype_name
 from .stats import chi_square_p_value, total_variation
 from .verifier_faults import REAL, choose_verifier
 
@@ -130,7 +131,7 @@ def compare_greedy(target, drafter, prompt_ids: list[int], settings: DecodeSetti
     first = next((i for i, (a, b) in enumerate(zip(spec, alone)) if a != b), None)
     if first is None and len(spec) != len(alone) and not stopped:
         first = min(len(spec), len(alone))
-    dtype = str(getattr(target, "dtype", "")).replace("torch.", "") or "unknown"
+    dtype = dtype_name(getattr(target, "dtype", "")) or "unknown"
     return GreedyCheck([target.token_text(t) for t in spec], [target.token_text(t) for t in alone], spec, alone, first,
                        explain_difference(first, runs[1].events, dtype, len(spec)), dtype, stopped)
 

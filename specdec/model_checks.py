@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import ModelLoadError
+from .errors import ModelLoadError, first_line
 
 # Masked-language (encoder-only) model types that transformers can still wrap in a *ForCausalLM /
 # *LMHeadModel class; they only predict the next token when trained as decoders (config.is_decoder).
@@ -61,11 +61,6 @@ def check_loading_info(name: str, info: dict | None) -> None:
         what = "missing from" if missing else "of the wrong shape in"
         raise ModelLoadError(f"{name}'s weights are incomplete: {len(gaps)} tensor(s) {what} its safetensors "
                              f"(e.g. {gaps[0]}); copy or download the model again")
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def explain_load_failure(name: str, source: str, exc: BaseException) -> str:

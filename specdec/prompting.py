@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .errors import InvalidSettingsError
+from .errors import InvalidSettingsError, first_line
 
 
 def has_chat_template(model) -> bool:
@@ -18,9 +18,8 @@ def encode_prompt(model, text: str, chat: bool = True) -> list[int]:
             ids = model.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
                                                       tokenize=True, return_dict=False)
         except Exception as exc:  # a template or tokenizer that cannot take this text (tokenizers raise plain Exceptions)
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise InvalidSettingsError(f"{model.name}'s tokenizer cannot encode this prompt in its chat template: "
-                                       f"{first}") from exc
+                                       f"{first_line(exc)}") from exc
         if isinstance(ids, dict) or hasattr(ids, "keys"):  # some releases return a BatchEncoding
             ids = ids["input_ids"]
         return [int(i) for i in ids]

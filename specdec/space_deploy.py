@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .errors import SpecDecError
+from .errors import SpecDecError, first_line
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT_LIMIT_BYTES = 10 * 1000 * 1000  # the Hub refuses larger files outside LFS/Xet
@@ -234,11 +234,6 @@ def upload(space: str, staging: Path, *, hardware: str | None, private: bool, ap
 def is_network_error(exc: BaseException) -> bool:
     """OSError (socket, DNS) or an error of the HTTP library huggingface_hub uses (it changed across versions)."""
     return isinstance(exc, OSError) or type(exc).__module__.split(".")[0] in {"httpx", "httpx2", "requests", "urllib3"}
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def check_space_name(space: str) -> None:

@@ -29,6 +29,11 @@ class ProposalContext:
     generator: Optional[torch.Generator]
     stop_below: Optional[float] = None  # confidence schedule: stop once the top draft probability < this
 
+    def unsure(self, q_row: torch.Tensor) -> bool:
+        """The confidence schedule's stop rule: this draft row's top probability is below stop_below, so the
+        drafter stops here and lets the target take over. q_row: [V] (or [1, V])."""
+        return self.stop_below is not None and float(q_row.max()) < self.stop_below
+
 
 @dataclass
 class Proposal:

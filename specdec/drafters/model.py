@@ -43,8 +43,8 @@ class ModelDrafter(Drafter):
             q, token = self.draw(logits, context)
             rows.append(q)
             ids.append(token)
-            if context.stop_below is not None and float(q[0].max()) < context.stop_below:
-                break  # confidence schedule: the draft is unsure, let the target take over
+            if context.unsure(q[0]):
+                break
         return Proposal(ids, torch.cat(rows))
 
     def draw(self, logits: torch.Tensor, context: ProposalContext) -> tuple[torch.Tensor, int]:

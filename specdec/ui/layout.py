@@ -7,7 +7,7 @@ from functools import partial, wraps
 import gradio as gr
 
 from specdec import presets
-from specdec.schedules import SCHEDULES
+from specdec.schedules import CONFIDENCE_THRESHOLD, SCHEDULES
 from specdec.zoo.families import families_markdown
 
 from . import race as race_tab
@@ -132,7 +132,7 @@ def _decoding_controls(c: dict) -> None:
     c["max_new_tokens"] = gr.Slider(1, 512, value=64, step=1, label="Max new tokens")
     c["seed"] = gr.Number(value=0, precision=0, minimum=0, maximum=2**32 - 1, label="Seed")
     c["k_schedule"] = gr.Dropdown(list(SCHEDULES), value="constant", label="K schedule (K above is the largest)",
-                                  info="constant · heuristic (+2 / −1) · confidence (draft stops below 0.4) · "
+                                  info=f"constant · heuristic (+2 / −1) · confidence (draft stops below {CONFIDENCE_THRESHOLD}) · "
                                        "optimal (from measured α and costs)")
     c["chat"] = gr.Checkbox(value=True, label="Chat format (wrap the prompt in the target's chat template)")
 

@@ -6,7 +6,7 @@ import queue
 import threading
 from typing import Callable, Iterator
 
-from specdec.errors import SpecDecError
+from specdec.errors import SpecDecError, is_out_of_memory
 
 log = logging.getLogger(__name__)
 _DONE = object()
@@ -15,11 +15,6 @@ _DONE = object()
 def pick_name(choice: str | None, custom: str | None) -> str:
     """The free "name or path" field wins over the preset dropdown when it is filled."""
     return (custom or "").strip() or (choice or "").strip()
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError" or \
-        "out of memory" in str(exc).lower()
 
 
 def describe_error(exc: BaseException) -> str:

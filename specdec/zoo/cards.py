@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from ..loading import dtype_name
 from ..threads import threads_for_step
 from .evaluate import NEW_TOKENS, evaluate
 from .prompts import KINDS, heldout_prompts
@@ -57,7 +58,7 @@ def measure_all(out: Path, prompts_per_kind: int = 2, log=print) -> dict:
     with threads_for_step(target.device):
         threads = torch.get_num_threads()  # what a decoding step computes on
     return {"figures": measured["figures"], "best_k_greedy_chat": measured["best_k"], "seconds": time.time() - started,
-            "target_dtype": str(target.dtype).replace("torch.", ""), "runner": target.runner_kind,
+            "target_dtype": dtype_name(target.dtype), "runner": target.runner_kind,
             "prompts": heldout_prompts(prompts_per_kind),
             "machine": f"{platform.machine()} CPU, {threads} thread(s) per step, torch {torch.__version__}",
             "load_average": _loadavg(), "param_bytes": param_bytes}

@@ -144,11 +144,10 @@ class MedusaDrafter(_FeatureDrafter):
             return Proposal()
         feature = self.features[len(seq) - 2]
         q, ids = self._timed(lambda: self.head_rows.rows(self.heads(feature[None])[0, :k], context))
-        if context.stop_below is not None:
-            for i in range(k):
-                if float(q[i].max()) < context.stop_below:
-                    q, ids = q[: i + 1], ids[: i + 1]
-                    break
+        for i in range(k):
+            if context.unsure(q[i]):
+                q, ids = q[: i + 1], ids[: i + 1]
+                break
         return Proposal(ids, q)
 
     def param_bytes(self) -> int:
@@ -206,7 +205,7 @@ class EagleDrafter(_FeatureDrafter):
             q, token = self.head_rows.rows(feature, context)
             rows.append(q)
             ids.append(token[0])
-            if context.stop_below is not None and float(q[0].max()) < context.stop_below:
+            if context.unsure(q[0]):
                 break
             if i + 1 < k:
                 emb = F.embedding(torch.tensor([token[0]]), self.embedding)

@@ -20,14 +20,6 @@ from ..packed_weights import linear, linear_weights
 from ..static_runner import attention_dtype
 
 
-def rms_norm(hidden: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """transformers' LlamaRMSNorm, op for op."""
-    dtype = hidden.dtype
-    hidden = hidden.to(torch.float32)
-    variance = hidden.pow(2).mean(-1, keepdim=True)
-    return weight * (hidden * torch.rsqrt(variance + eps)).to(dtype)
-
-
 def rope_tables(config, length: int, dtype, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """cos, sin [length, head_dim] of the target's rotary embedding (default rope)."""
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads

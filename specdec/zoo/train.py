@@ -343,7 +343,7 @@ def train_layers(target_model, batches: Batches, vocab: torch.Tensor, cfg: Train
         cos, sin = _rope(config, x.shape[0], x.shape[1])
         for layer in layers:
             x = layer_forward(layer, x, cos, sin)
-        from .heads import rms_norm
+        from ..static_runner import rms_norm
         logits = F.linear(rms_norm(x, norm_w, eps), w)
         return soft_ce(logits, b["tidx"], b["tprob"], b["valid"])
 
