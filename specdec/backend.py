@@ -8,7 +8,8 @@ and, for tree drafts (tree.py), forward_tree(root, ids, parents) then keep(start
 A runner made with keep_hidden=True also leaves `hidden`, the final-norm hidden states (the
 language-model head's input) of every position of its last call, shape [len(ids), d], for drafters
 that read the target's features (Medusa, EAGLE).
-so a static-cache / CUDA-graph runner can replace HFEagerRunner without touching verification.
+ModelRunner below lists every one of these; the decoder needs nothing else, so a static-cache /
+CUDA-graph runner (static_runner.py) can replace HFEagerRunner without touching verification.
 """
 from __future__ import annotations
 
@@ -35,6 +36,14 @@ class ModelRunner(Protocol):
     def rollback(self, length: int) -> None: ...
 
     def kv_bytes(self) -> int: ...
+
+    # Tree drafts (tree.py); a runner without them gets chain drafts only.
+    def forward_tree(self, root: int, ids: list[int], parents: list[int]) -> torch.Tensor: ...
+
+    def keep(self, start: int, rows: list[int]) -> None: ...
+
+    # keep_hidden=True runners only: the final-norm hidden states of the last call, [len(ids), d].
+    hidden: torch.Tensor | None
 
 
 class TimedRunner:

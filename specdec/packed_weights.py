@@ -1,39 +1,29 @@
 """CPU linear layers that read their weights from a packed copy made for the kernel that is fastest on
 this CPU for the few rows decoding and verification multiply.
 
-Decoding reads every weight once per forward, so on a CPU its speed is memory bandwidth and the kernel's
-fixed cost per call. Two copies, each made only where it computes with the same weight values:
+Why: decoding reads every weight once per forward, so on a CPU its speed is memory bandwidth and the
+kernel's fixed cost per call. Two copies, each made only where it computes with the same weight values:
 
-- **float16 copies of float32 weights** (`Fp16Linear`). FBGEMM's float16-weight GEMM
+- **float16 copies of float32 weights** (`Fp16Linear`): FBGEMM's float16-weight GEMM
   (torch.fbgemm_linear_fp16_weight_fp32_activation) reads half the bytes, widens them to float32 in
-  registers and keeps activations and sums in float32. On the 2-core AMD machine this project began on,
-  MKL's float32 GEMM streamed ~11 GB/s for one row and slowed 2-3x for 2 to 8 rows; SmolLM2-135M's 30
-  layers took ~15 ms instead of ~33 ms for one row, ~25 ms instead of ~83 ms for five
-  (scripts/measure_fp16_weights.py). A matrix gets one only when every float32 value survives
-  float32 -> float16 -> float32 unchanged (SmolLM2's weights, dequantised from Q4_1, all do).
+  registers and keeps activations and sums in float32. A matrix gets one only when every float32 value
+  survives float32 -> float16 -> float32 unchanged (SmolLM2's weights, dequantised from Q4_1, all do).
 - **oneDNN-packed bfloat16 weights** (`Bf16Linear`), for a bfloat16 model on a CPU that computes bf16
-  natively (avx512_bf16 / AMX). torch.ops.mkldnn._linear_pointwise on a weight reordered once
+  natively: torch.ops.mkldnn._linear_pointwise on a weight reordered once
   (torch.ops.mkldnn._reorder_linear_weight, what torch.compile's CPU freezing does) skips the reorder
-  that F.linear repeats on every call: on the 2-core Xeon with AMX, a 1536x576 product streamed from
-  memory took ~80 us for 1 to 5 rows instead of ~145 us, and a SmolLM2-135M forward as a step runs it
-  (one thread, threads.py) 35 ms for 1 token, 40 ms for 5, 43 ms for 9 (scripts/measure_runner_forward.py).
+  that F.linear repeats on every call.
 
-A verification forward scores a token exactly as a one-token forward would only where each row's result
-does not depend on how many rows are multiplied with it: true of the bfloat16 copies with AMX, and of the
-float16 copies where FBGEMM runs its AVX-512 kernels (tests/test_packed_weights.py). Without AMX
-(avx512_bf16 only) oneDNN multiplies a single row with another kernel, which is why loading.resolve_dtype
-picks bfloat16 on a CPU only with AMX. FBGEMM's AVX2 kernels (an AVX2-only CPU, such as the AMD EPYC 7xx3)
-multiply one or two rows with kernels that sum in another order than those for three to six, and so do the
-calls whose rows it splits into such blocks (7 rows as 5 + 2, 14 as 6 + 6 + 2, ...); float16_rows_exact()
-probes which kind this CPU has. Nothing faster is exact there (MKL's float32 product of one, two or three
-rows also differs from the same rows among more), so the copies are still used: a verification row can then
-differ from a one-token forward's in the last bits of float32, which changes a greedy token only where the
-target's two likeliest tokens tie to within that rounding (docs/engine.md, "Float16 weight copies").
+Exactness: a verification forward scores a token exactly as a one-token forward would only where each
+row's result does not depend on how many rows are multiplied with it. float16_rows_exact() probes whether
+this CPU's FBGEMM kernels are row-exact (AVX2-only kernels sum 1-2 rows in another order than 3-6); where
+they are not, the copies are still used and a greedy token can change only at a near-tie of the target's
+two likeliest tokens. Which path is fastest is measured per machine, not inferred from CPU flags
+(tuning.py). Only the order of the sums differs from torch's default kernel, as with any other kernel.
 
-Either way only the order of the sums differs from torch's default kernel, as it would with any other
-kernel. Copies are made once per weight tensor and shared by every runner (and every drafter that shares
-the target's layers); they live as long as the weight and count as weights in the memory report.
-SPECDEC_PACKED_WEIGHTS=0 switches both off (every linear then goes through F.linear).
+Copies are made once per weight tensor and shared by every runner (and every drafter that shares the
+target's layers); they live as long as the weight and count as weights in the memory report.
+SPECDEC_PACKED_WEIGHTS=0 switches both off (every linear then goes through F.linear). Measured product
+times per machine: docs/engine.md ("Float16 weight copies", "CPU").
 """
 from __future__ import annotations
 

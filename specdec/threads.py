@@ -1,19 +1,16 @@
 """How many CPU threads a decoding step computes on.
 
-The process-wide set-up (process.py, run by importing specdec) sets OMP_WAIT_POLICY=PASSIVE: OpenMP threads sleep between parallel
-regions instead of spinning, because on a CPU shared with other processes spinning threads stall every
-step (docs/engine.md). A sleeping thread then pays a wake-up (~100 us) on every region, and a decoding
-forward is hundreds of small products of 5-80 us of work each, so under that policy a CPU run computes each
-step (and its prefill) on one thread. Measured with scripts/measure_runner_forward.py, one forward of 1 / 5
-tokens after a 200-token prefix, one thread against two: SmolLM2-135M in bfloat16 on the 2-core Xeon
-36 / 40 ms against 48 / 55; on the 2-core AMD EPYC, float32 with float16 weight copies 13.9 / 18.9 ms against
-22.8 / 29.6 and the 6M-parameter lab target 1.3 / 1.7 ms against 1.8 / 3.0; a 200-token float32 prefill
-there 281 ms against 326. Everything else keeps torch's count. SPECDEC_STEP_THREADS=N sets the count for
+The process-wide set-up (process.py, run by importing specdec) sets OMP_WAIT_POLICY=PASSIVE: OpenMP threads
+sleep between parallel regions instead of spinning, because on a CPU shared with other processes spinning
+threads stall every step. A sleeping thread then pays a wake-up on every parallel region, and a decoding
+forward is hundreds of small products, so under that policy a CPU run computes each step (and its prefill)
+on one thread by default. Everything else keeps torch's count. SPECDEC_STEP_THREADS=N sets the count for
 every CPU run instead (0: torch's).
 
 A model loaded with the measured `auto` (tuning.py) carries the thread count measured fastest for it: its
 runners' forwards run on that count (threads_for_model, called by every runner), whatever the step's count.
 An explicit count (SPECDEC_STEP_THREADS, or `--threads` through set_explicit_threads) wins over both.
+Measured one- and two-thread step times per machine: docs/engine.md ("CPU").
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run statistics computed from StepEvents, and the metric cards that show them."""
+"""The metric cards: HTML from a run's statistics (theory.RunStats) and its measured speedup."""
 from __future__ import annotations
 
 from html import escape
