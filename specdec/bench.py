@@ -24,7 +24,7 @@ import transformers
 from .decoding import generate
 from .errors import InvalidSettingsError
 from .events import DecodeSettings, MemoryReport
-from .loading import dtype_name
+from .dtypes import dtype_name
 from .measurement import Pair, Timing, estimate
 from .metrics import memory_summary
 

@@ -26,7 +26,7 @@ from . import presets, tuning
 from .bench import HF_GENERATE, OURS_BASE, Comparison, compare, run_ours, run_rounds, run_transformers
 from .devices import measure_bandwidth
 from .errors import first_line
-from .loading import dtype_name
+from .dtypes import dtype_name
 from .process import describe_process
 
 SUITE_PROMPT = "Explain photosynthesis in simple terms."  # chat-wrapped where the target has a template

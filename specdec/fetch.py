@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+from . import hub
 from .errors import ModelLoadError, first_line
 
 Progress = Optional[Callable[[str], None]]
@@ -140,9 +141,7 @@ def ensure_model(name: str, progress: Progress = None) -> str:
         if folder is not None:
             return str(folder)
         source = KNOWN_SOURCES[name]
-        from .loading import hub_reachable  # loading imports this module
-
-        if name in _from_hub or hub_reachable():
+        if name in _from_hub or hub.hub_reachable():
             _from_hub.add(name)
             say(f"Using {source.hub_id} from the Hugging Face Hub")
             return source.hub_id

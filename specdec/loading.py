@@ -10,18 +10,16 @@ import json
 import math
 import os
 import re
-import socket
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
-from urllib.parse import urlparse
 
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-from . import fetch, packed_weights, presets, tuning
+from . import fetch, hub, packed_weights, presets, tuning
 from .backend import HFEagerRunner
+from .dtypes import BF16_MIN_PARAMS, DTYPES, dtype_name  # noqa: F401 (re-exported)
 from .compat import check_compatible, describe_vocab_mismatch, shared_vocab_size  # noqa: F401 (re-exported)
 from .errors import InvalidSettingsError, LocalPathsDisabledError, ModelLoadError, OfflineError, first_line
 from .memory import check_load_fits, check_run_fits, default_budget
@@ -31,7 +29,6 @@ from .static_runner import StaticLlamaRunner, attention_dtype, supports_static
 from .threads import set_model_threads
 
 Progress = Optional[Callable[[str], None]]
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
@@ -156,9 +153,6 @@ def resolve_device(device: str = "auto") -> torch.device:
     if resolved.type not in ("cpu", "cuda", "mps"):
         raise ModelLoadError(f"Device {device!r} is not supported: use auto, cpu, cuda or mps")
     return resolved
-
-
-BF16_MIN_PARAMS = 50_000_000  # chosen, not a measured crossover: small models stay float32 (docs/models.md)
 
 
 def resolve_dtype(dtype: str, device: torch.device, source: str | None = None) -> torch.dtype:
@@ -366,37 +360,10 @@ def _available_locally(hub_id: str, trust_remote_code: bool) -> bool:
             return True
     except Exception:
         pass
-    if not hub_reachable():
+    if not hub.hub_reachable():
         raise OfflineError(
             f"{hub_id} is an online model that is not downloaded on this machine, and the Hugging Face Hub "
             "cannot be reached from here. Use the bundled models (lab-target with lab-draft-distilled, "
             "lab-draft-small, …), or run SpecDec Lab on a machine with internet access."
         )
     return False
-
-
-def hub_reachable(timeout_s: float = 3.0) -> bool:
-    """Whether a TCP connection to the hub endpoint opens within timeout_s (never hangs longer)."""
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
-        return False
-    from huggingface_hub import constants
-
-    url = urlparse(constants.ENDPOINT)
-    host, port = url.hostname, url.port or (443 if url.scheme == "https" else 80)
-    result: list[bool] = []
-
-    def attempt():
-        try:
-            socket.create_connection((host, port), timeout=timeout_s).close()
-            result.append(True)
-        except OSError:
-            result.append(False)
-
-    worker = threading.Thread(target=attempt, daemon=True)  # DNS look-ups ignore socket timeouts
-    worker.start()
-    worker.join(timeout_s + 0.5)
-    return bool(result and result[0])
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")

@@ -21,7 +21,7 @@ from .decoding import Generation
 from .errors import InvalidSettingsError
 from .events import DecodeSettings
 from .first_tokens import OTHER, FirstTokens, TargetLaw
-from .loading import dtype_name
+from .dtypes import dtype_name
 from .stats import chi_square_p_value, total_variation
 from .verifier_faults import REAL, choose_verifier
 

@@ -32,13 +32,15 @@ import os
 import platform
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
 import torch
 
 from . import packed_weights, threads
+from .dtypes import BF16_MIN_PARAMS, dtype_name
+from .fetch import cache_dir
 from .process import describe_process
 
 FILE_NAME = "tuning.json"
@@ -139,8 +141,6 @@ def _key_text(key: dict) -> str:
 # --- the cache file ------------------------------------------------------------------------------------------
 
 def cache_file() -> Path:
-    from .fetch import cache_dir
-
     return cache_dir() / FILE_NAME
 
 
@@ -235,8 +235,6 @@ class _Trial:
 def probe_candidate(loaded, thread_count: int, reference: Optional[list[int]]) -> _Trial:
     """The identity probe of one path (the model's forwards on thread_count threads), leaving its runner at the
     CONTEXT-token prefix for timing."""
-    from .loading import dtype_name
-
     threads.set_model_threads(loaded.model, thread_count)
     runner = loaded.new_runner(loaded.real_vocab_size, CONTEXT + PROBE_TOKENS + 2)
     figures = CandidateFigures(dtype_name(loaded.dtype), thread_count, loaded.runner_kind)
@@ -280,8 +278,6 @@ def exclusion(figures: CandidateFigures, tokens: list[int], reference: Optional[
 
 def bf16_reason(parameters: int) -> str:
     """'' when bfloat16 is a candidate for a model of this size on this CPU, else why not."""
-    from .loading import BF16_MIN_PARAMS
-
     if not packed_weights.cpu_has_native_bf16():
         return "bfloat16: this CPU has no native bfloat16 products (avx512_bf16 / amx_bf16)"
     if parameters < BF16_MIN_PARAMS:
@@ -317,10 +313,8 @@ def measure_paths(loaded_float32, key: dict, repeats: int = REPEATS) -> TunedPat
 
 def bfloat16_copy(loaded):
     """The same weights in bfloat16 (rounded as loading with dtype=bfloat16 rounds them), as a LoadedModel."""
-    from .loading import LoadedModel
-
     model = copy.deepcopy(loaded.model).to(torch.bfloat16)
-    return LoadedModel(loaded.name, loaded.source, model, loaded.tokenizer, loaded.device, torch.bfloat16)
+    return replace(loaded, model=model, dtype=torch.bfloat16, load_time_s=0.0, backend="auto", tuned=None, _texts={})
 
 
 # --- what loading asks -------------------------------------------------------------------------------------

