@@ -142,11 +142,10 @@ def format_suite(report: SuiteReport) -> str:
     return "\n".join(lines)
 
 
-def run_suite(args) -> int:
-    """The CLI's `bench --suite` (cli.py parses the arguments)."""
+def run_suite(args, prompt_ids: Callable) -> int:
+    """The CLI's `bench --suite` (cli.py parses the arguments and passes its prompt_ids(args, target))."""
     from functools import partial
 
-    from .cli import prompt_ids
     from .drafters.registry import load_drafter
     from .loading import load_model
 

@@ -193,7 +193,7 @@ def run_bench(args) -> int:
     if args.suite:
         from .bench_suite import run_suite
 
-        return run_suite(args)
+        return run_suite(args, prompt_ids)
     target, draft = load_pair(args)
     args.prompt = args.prompt or BENCH_PROMPT
     ids = prompt_ids(args, target)
