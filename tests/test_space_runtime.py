@@ -6,8 +6,8 @@ import types
 from pathlib import Path
 
 from specdec import fetch
-from specdec.ui.launch import PreloadState, preload_update
-from specdec.ui.layout import on_gpu
+from specdec.ui.preload import PreloadState, preload_update
+from specdec.ui.wiring import on_gpu
 
 
 def on_space(monkeypatch, storage: Path) -> None:

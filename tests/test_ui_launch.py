@@ -2,7 +2,8 @@
 import gradio as gr
 
 from specdec.ui.launch import parse_options
-from specdec.ui.layout import bind, pick_preset
+from specdec.ui.layout import pick_preset
+from specdec.ui.wiring import bind
 
 
 def test_defaults_bind_localhost_7860():

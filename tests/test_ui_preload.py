@@ -4,7 +4,7 @@ import gradio as gr
 
 from specdec.fetch import FetchError
 from specdec.ui.callbacks import Lab
-from specdec.ui.launch import FALLBACK_PAIR, PRELOAD_FETCH, PreloadState, preload_update, warm_up
+from specdec.ui.preload import FALLBACK_PAIR, PRELOAD_FETCH, PreloadState, preload_update, warm_up
 from ui_fakes import FakeEngine
 
 

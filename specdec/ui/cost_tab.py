@@ -27,6 +27,7 @@ from .plots import PALETTE, style_figure
 from .render import render_key_result, render_status
 from .session import Session
 from .sweep_view import integer_k_axis, measure_points
+from .wiring import DEVICE, on, on_stop, pick
 
 DTYPES = ["auto", "float32", "bfloat16", "float16"]
 DEFAULT_ALPHA = 0.7
@@ -83,8 +84,6 @@ def build(c: dict) -> None:
 
 
 def wire(lab: Lab, c: dict, session) -> None:
-    from .layout import DEVICE, on, on_stop, pick  # layout imports this module: its helpers are ready by now
-
     allow = local_paths_allowed(lab)
     view_in = [c[n] for n in ("target", "draft", "target_custom", "draft_custom", "k", "cost_device", "cost_dtype",
                               "cost_alpha", "cost_state")]

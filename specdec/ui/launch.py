@@ -1,4 +1,4 @@
-"""Server options from flags and environment, model preloading, and launching the app."""
+"""Server options from flags and environment, and launching the app (preload.py warms the default pair up)."""
 from __future__ import annotations
 
 import argparse
@@ -8,21 +8,20 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
-from specdec import fetch, loading, presets
+from specdec import fetch, loading
 from specdec.errors import SpecDecError
 from specdec.limits import configure, describe
 from specdec.measurement import INTERACTIVE
 
-from .callbacks import Lab, make_settings
+from .callbacks import Lab
 from .deploy import add_limit_flags, apply_limits, public_deployment, resolve_limits, start_cleaner
-from .models import describe_error
+from .preload import preload_in_background
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,105 +61,6 @@ def parse_options(argv: list[str] | None = None, env: Mapping[str, str] = os.env
     except SpecDecError as exc:
         parser.error(str(exc))
     return options
-
-
-# --- preloading: fetch, load and warm up the default pair in the background -------------------------
-
-PRELOAD_FETCH = ("smollm2-135m-instruct",)  # fetched (downloaded and converted once) before anything loads
-FALLBACK_PAIR = ("lab-target", "lab-draft-distilled")  # bundled: always there, no network
-
-
-@dataclass
-class PreloadState:
-    """What the background preload is doing, process-wide, for the status line (preload_update)."""
-
-    message: str = ""
-    done: bool = False
-    pair: tuple[str, str] | None = None  # the pair actually preloaded
-    fallback_reason: str | None = None  # why the default pair was replaced by the bundled family
-
-    def say(self, message: str) -> None:
-        self.message = str(message)
-        log.info("preload: %s", message)
-
-
-PRELOAD = PreloadState()
-
-
-def warm_up(lab: Lab, target: str = presets.DEFAULT_TARGET, draft: str = presets.DEFAULT_DRAFT,
-            state: PreloadState = PRELOAD, ensure: Callable = fetch.ensure_model) -> None:
-    """Fetches PRELOAD_FETCH, then loads the pair into the shared (read-only) model cache and runs a few
-    tokens. If a model of the pair cannot be had, warms up the bundled family instead and records why.
-    Never raises: the app keeps serving, and a later run shows its own error."""
-    try:
-        reason = fetch_first(state, (target, draft), ensure)
-        if reason is None:
-            try:
-                return finish(state, load_and_run(lab, target, draft, state))
-            except Exception as exc:  # noqa: BLE001
-                reason = describe_error(exc)
-        if (target, draft) == FALLBACK_PAIR:
-            log.error("preloading the default pair failed: %s", reason)
-            state.say(f"Preloading failed: {reason}")
-            return finish(state, None)
-        state.fallback_reason = f"{target} is not available ({reason}); using the bundled lab family instead"
-        log.warning("preload: %s", state.fallback_reason)
-        finish(state, load_and_run(lab, *FALLBACK_PAIR, state))
-    except Exception:  # noqa: BLE001 (the app still serves; the first run will show the error)
-        log.exception("preloading the default pair failed")
-        finish(state, None)
-
-
-def fetch_first(state: PreloadState, pair: tuple[str, str], ensure: Callable) -> str | None:
-    """Fetches PRELOAD_FETCH and the pair's fetchable names; the reason if one the pair needs failed."""
-    for name in dict.fromkeys([*PRELOAD_FETCH, *(n for n in pair if n and fetch.is_fetchable(n))]):
-        try:
-            ensure(name, progress=state.say)
-        except Exception as exc:  # noqa: BLE001 (FetchError above all; anything else is reported the same)
-            message = describe_error(exc)
-            if name in pair:
-                return message
-            log.warning("preload: fetching %s failed: %s", name, message)
-    return None
-
-
-def load_and_run(lab: Lab, target: str, draft: str, state: PreloadState) -> tuple[str, str]:
-    """Loads the target and its drafter (a draft model, prompt lookup, …) as a Run would, then runs 8 tokens."""
-    t = lab.load(target, progress=state.say)
-    d = lab.engine.load_drafter(draft, t, load_model=lab.load, progress=state.say)
-    state.say(f"Warming up {target} + {draft}…")
-    ids = lab.engine.encode_prompt(t, "Write a Python function that adds two numbers.", True)
-    lab.engine.generate(t, d, ids, make_settings(4, 0.0, 1.0, 0, 8, 0))
-    return target, draft
-
-
-def finish(state: PreloadState, pair: tuple[str, str] | None) -> None:
-    if pair is not None:
-        log.info("preloaded %s + %s", *pair)  # scripts/measure_ui_latency.py waits for this line
-    state.pair, state.done = pair, True
-
-
-def preload_update(state: PreloadState = PRELOAD) -> dict:
-    """For a gr.Timer tick in layout.py: {"status": preload message} while the preload runs; once it is
-    done, "timer" (stop ticking) and an empty status or, after a fallback, the reason, with the bundled
-    pair for "target" and "draft". Keys follow layout.bind's convention: absent = leave as it is."""
-    import gradio as gr
-
-    from .render import render_status
-
-    if not state.done:
-        return {"status": render_status(f"{state.message or 'Preparing the default models…'} "
-                                        f"({fetch.describe_cache()})")}
-    update: dict = {"timer": gr.Timer(active=False), "status": ""}
-    if state.fallback_reason:
-        update.update(status=render_status(state.fallback_reason), target=FALLBACK_PAIR[0], draft=FALLBACK_PAIR[1])
-    return update
-
-
-def preload_in_background(lab: Lab) -> threading.Thread:
-    thread = threading.Thread(target=warm_up, args=(lab,), name="specdec-preload", daemon=True)
-    thread.start()
-    return thread
 
 
 def serve(options: argparse.Namespace, lab: Lab | None = None, block: bool = True):

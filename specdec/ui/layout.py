@@ -1,8 +1,7 @@
 """gr.Blocks wiring: components, and events bound to the plain callbacks (by output name)."""
 from __future__ import annotations
 
-import inspect
-from functools import partial, wraps
+from functools import partial
 
 import gradio as gr
 
@@ -16,17 +15,14 @@ from . import lossless_tab
 from . import report, sweep_view, tour
 from .callbacks import Lab
 from .controls import run_controls
-from .guard import guard_run
-from .launch import preload_update
-
+from .preload import preload_update
 from .render import render_legend, render_tokens
-from .run_ids import RUN_JS, STOP_JS, tied_to_run
 from .session import Session
 from .style import CSS, TOKEN_CLICK_JS
 from .sweep_view import SWEEP_TABLE_NOTE, TABLE_COLUMNS
 from .tables import STEP_COLUMNS, empty_table
+from .wiring import DEVICE, on, on_stop, pick
 
-DEVICE = "device"  # every timed run shares this queue slot: measurements never overlap
 EXAMPLES = [  # prompt, K, temperature, seed, max new tokens; the first three are chat prompts for SmolLM2
     ["Explain photosynthesis in simple terms.", 4, 0.0, 0, 96],
     ["Write a Python function that checks whether a string is a palindrome.", 4, 0.0, 0, 128],
@@ -43,59 +39,6 @@ A small **draft** model proposes K tokens; the **target** checks them all in one
 the longest agreeing prefix, then adds one token of its own. Modified rejection sampling keeps the output
 exactly distributed as the target's. Watch every token's fate, inspect the probabilities behind it, and
 measure the speedup against a real target-only run on this machine."""
-
-
-def bind(fn, outputs: dict[str, gr.components.Component]):
-    """Wraps a callback that returns/yields {name: value} dicts into one returning tuples in the
-    order of `outputs`; names it leaves out become gr.skip() (the component keeps what it shows)."""
-    names = list(outputs)
-
-    def as_tuple(update: dict):
-        values = tuple(update.get(name, gr.skip()) for name in names)
-        return values[0] if len(values) == 1 else values  # Gradio takes a lone output's value as is
-
-    if inspect.isgeneratorfunction(fn):
-        @wraps(fn)
-        def stream(*args, **kwargs):
-            for update in fn(*args, **kwargs):
-                yield as_tuple(update)
-        return stream, list(outputs.values())
-
-    @wraps(fn)
-    def once(*args, **kwargs):
-        return as_tuple(fn(*args, **kwargs))
-    return once, list(outputs.values())
-
-
-def on_gpu(fn, duration_s: int):
-    """On a ZeroGPU Space (the `spaces` package is installed) the function gets a GPU while it runs;
-    anywhere else it is returned unchanged."""
-    try:
-        import spaces
-    except ImportError:
-        return fn
-    return spaces.GPU(duration=duration_s)(fn)
-
-
-def on(trigger, fn, inputs, outputs: dict, gpu_s: int | None = None, run_id=None, **kwargs):
-    """Registers `fn` (a dict-returning callback) on `trigger`; gpu_s marks a timed run on the device, and
-    run_id (the hidden run-id component) ties it to its Stop buttons (on_stop)."""
-    if gpu_s:
-        fn = guard_run(fn)  # deployment limits and the per-run time budget (guard.py)
-    if run_id is not None:
-        fn, inputs = tied_to_run(fn), [*inputs, run_id]
-        kwargs["js"] = RUN_JS % (kwargs["api_name"], len(inputs))
-    wrapped, components = bind(fn, outputs)
-    if gpu_s:
-        wrapped = on_gpu(wrapped, gpu_s)
-    return trigger(wrapped, inputs=inputs, outputs=components, **kwargs)
-
-
-def on_stop(trigger, lab: Lab, session, run_id, run_name: str, outputs: dict, **kwargs):
-    """A Stop button for the timed run registered as api_name=run_name: it sends the id of that run as started
-    last in this page (RUN_JS) and stops only that run."""
-    return on(trigger, lab.stop, [session, run_id], outputs, js=STOP_JS % run_name, concurrency_limit=None,
-              **kwargs)
 
 
 def pick_preset(key: str) -> dict:
@@ -223,11 +166,6 @@ def _sweep_tab(c: dict) -> None:
                                     column_widths=SWEEP_WIDTHS)
     gr.Markdown(SWEEP_TABLE_NOTE, elem_classes=["explain-note"])
     c["sweep_export"] = gr.File(label="Sweep table (CSV)")
-
-
-def pick(c: dict, *names: str, **renamed: str) -> dict:
-    """Outputs by the names a callback uses: pick(c, "tokens", status="race_status")."""
-    return {**{n: c[n] for n in names}, **{n: c[key] for n, key in renamed.items()}}
 
 
 def _wire_generate(lab: Lab, c: dict, s) -> list:

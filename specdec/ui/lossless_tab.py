@@ -18,6 +18,7 @@ from .controls import run_controls
 from .plots import COLORS, style_figure
 from .render import render_key_result, render_status
 from .session import Session
+from .wiring import DEVICE, on, on_stop, pick
 
 MAX_DRAWS = 20_000
 EXPLAIN = ("Speculative decoding claims to be **lossless**: greedy, it emits exactly the target's own tokens; "
@@ -46,8 +47,6 @@ def build(c: dict) -> None:
 
 
 def wire(lab: Lab, c: dict, session, settings: list) -> None:
-    from .layout import DEVICE, on, on_stop, pick  # layout imports this module: its helpers are ready by now
-
     on(c["lossless_run"].click, partial(check, lab),
        [session, *settings, c["lossless_draws"], c["lossless_tokens"], c["lossless_verifier"]],
        pick(c, "cleanup", greedy="lossless_greedy", verdict="lossless_verdict", plot="lossless_plot",

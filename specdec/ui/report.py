@@ -26,6 +26,7 @@ from .session import RunView, Session
 from .style import CSS
 from .sweep_view import sweep_update
 from .tables import DEFINITIONS, steps_dataframe
+from .wiring import on
 
 # --- SVG: a button in each plot's toolbar ----------------------------------------------------------------
 
@@ -178,7 +179,5 @@ def build_report_controls(c: dict) -> None:
 
 
 def wire_report(lab: Lab, c: dict, session) -> None:
-    from .layout import on  # layout imports this module
-
     on(c["report_btn"].click, partial(download_report, lab), [session],
        {"report_file": c["report_file"], "error": c["error"]}, api_visibility="private")

@@ -22,6 +22,7 @@ from .callbacks import make_settings
 from .exercises import EXERCISES, Exercise, exercise_number, find_exercise
 from .session import RunView, Session
 from .sweep_view import best_summary
+from .wiring import on
 
 TAB_LABELS = {"generate": "Generate", "race": "Race", "sweep": "Sweep", "lossless": "Is it exact?",
               "cost": "Why this speedup?", "theory": "How it works"}  # tab id -> its label in layout.py
@@ -230,8 +231,6 @@ def build_tour(c: dict) -> None:
 
 def wire_tour(c: dict, session) -> None:
     """Binds the exercise buttons and Reveal answer; needs the sidebar, prompt, tabs and Sweep components."""
-    from .layout import on  # layout imports this module
-
     extras = [name for exercise in EXERCISES for name, _ in exercise.extra]
     loaded = (*SETTINGS, "preset", *SWEEP_FIELDS, *extras, "tabs", "tour_question", "tour_answer", "tour_state")
     outputs = {name: c[name] for name in loaded if name in c}
