@@ -224,10 +224,9 @@ def draft_shape(name: str, target: Network, allow_local_paths: bool = True) -> D
         return DraftShape(name, "draft model", target_network(name, allow_local_paths))
     if spec.family == "prompt lookup":
         return DraftShape(name, spec.family, None)
-    from .zoo import TREES
     from .zoo.build import drafter_dir, read_meta
 
-    if name in TREES:
+    if spec.tree is not None:
         raise ValueError(f"No cost model for {name}: the roofline model prices chain drafts, not trees; "
                          "choose smollm2-135m-eagle for the same head drafting a chain")
 

@@ -6,12 +6,12 @@ import shutil
 
 import pytest
 
-from specdec.zoo import DESCRIPTIONS, TREES
+from specdec.zoo import NAMES, TREES
 from specdec.zoo.build import ASSETS
 from specdec.zoo.families import families_markdown
 
 
-@pytest.mark.parametrize("name", list(DESCRIPTIONS) + list(TREES))
+@pytest.mark.parametrize("name", list(NAMES) + list(TREES))
 def test_each_drafter_paragraph_shows_its_cards_chat_tokens_per_forward(name):
     card = json.loads((ASSETS / name / "card.json").read_text())
     chat = card["figures"]["greedy"]["chat"]
@@ -23,7 +23,7 @@ def test_each_drafter_paragraph_shows_its_cards_chat_tokens_per_forward(name):
 def test_a_drafter_without_a_card_says_it_was_not_measured(tmp_path):
     name = "smollm2-135m-eagle"
     (tmp_path / name).mkdir()
-    for other in DESCRIPTIONS:
+    for other in NAMES:
         if other != name:
             shutil.copytree(ASSETS / other, tmp_path / other, ignore=shutil.ignore_patterns("*.safetensors"))
     paragraph = families_markdown(tmp_path).split(f"(`{name}`)")[1]

@@ -195,8 +195,8 @@ def test_zoo_pipeline_builds_four_loadable_drafters_in_seconds(tmp_path):
         assert meta["training"]["steps"] >= 1
     target = loaded(model)
     out = tmp_path / "out"
-    drafters = [build.build_draft_model(target, "d", out / "smollm2-135m-draft"),
-                build.build_early_exit(target, "e", out / "smollm2-135m-early-exit"),
+    drafters = [build.build_draft_model(target, "d", "", out / "smollm2-135m-draft"),
+                build.build_early_exit(target, "e", "", out / "smollm2-135m-early-exit"),
                 build.build_medusa(target, "m", "", out / "smollm2-135m-medusa"),
                 build.build_eagle(target, "g", "", out / "smollm2-135m-eagle")]
     settings = DecodeSettings(max_new_tokens=12, k=3)

@@ -7,7 +7,7 @@ probability p(d); on rejection draw from p with d removed, renormalised. Exact u
 from __future__ import annotations
 
 from .base import Drafter, Proposal, ProposalContext, one_hot_rows
-from .registry import DrafterSpec, register
+from .spec import DrafterSpec
 
 DEFAULT_MAX_NGRAM = 2  # transformers' max_matching_ngram_size default
 
@@ -43,5 +43,8 @@ def _build(target, load_model) -> PromptLookupDrafter:
     return PromptLookupDrafter(target.real_vocab_size, target.device)
 
 
-register(DrafterSpec(name=PromptLookupDrafter.name, family=PromptLookupDrafter.family,
-                     description=PromptLookupDrafter.description, build=_build))
+SPEC = DrafterSpec(name=PromptLookupDrafter.name, family=PromptLookupDrafter.family,
+                   description=PromptLookupDrafter.description, build=_build, title="Prompt lookup",
+                   summary="finds the last few generated tokens earlier in the prompt and proposes what followed them "
+                           "there (no weights)",
+                   diagram="last n-gram ──▶ match in prompt + output so far ──▶ the K tokens after the match (or none)")

@@ -1,45 +1,34 @@
 """Drafters by name: the same names in the CLI (--draft), the UI's draft lists, presets and exports.
 
-A name is either registered here (prompt lookup, the trained heads of the draft zoo, …) or a model
+A name is either a built-in drafter (builtin_specs: prompt lookup, the trained heads of the draft zoo) or a model
 (bundled name, hub id or folder) that becomes a ModelDrafter, or a ReTokenisedDrafter when its
 tokenizer differs from the target's.
 """
 from __future__ import annotations
 
-import importlib.util
-from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..errors import IncompatibleModelsError
 from .base import Drafter
+from .spec import DrafterSpec
 
 
-@dataclass(frozen=True)
-class DrafterSpec:
-    name: str
-    family: str
-    description: str  # one line: what it reads from the target, what it costs
-    build: Callable  # (target: LoadedModel, load_model: Callable) -> Drafter
-    targets: tuple[str, ...] = ()  # target names it was made for; empty: any target
+def builtin_specs() -> list[DrafterSpec]:
+    """Every built-in drafter whose weights are on this machine, in the order the app lists them: prompt
+    lookup, then the draft zoo (kept lazy: building the list imports torch modules)."""
+    from .. import zoo
+    from .prompt_lookup import SPEC as PROMPT_LOOKUP
 
-
-_REGISTRY: dict[str, DrafterSpec] = {}
-
-
-def register(spec: DrafterSpec) -> DrafterSpec:
-    _REGISTRY[spec.name] = spec
-    return spec
+    return [spec for spec in (PROMPT_LOOKUP, *zoo.SPECS) if spec.available()]
 
 
 def registered(name: str) -> Optional[DrafterSpec]:
-    _import_builtins()
-    return _REGISTRY.get(name)
+    return next((spec for spec in builtin_specs() if spec.name == name), None)
 
 
 def drafter_specs(target_name: Optional[str] = None) -> list[DrafterSpec]:
-    """Registered drafters usable with target_name (all of them when None), in registration order."""
-    _import_builtins()
-    return [s for s in _REGISTRY.values() if target_name is None or not s.targets or target_name in s.targets]
+    """Built-in drafters usable with target_name (all of them when None)."""
+    return [s for s in builtin_specs() if target_name is None or not s.targets or target_name in s.targets]
 
 
 def load_drafter(name: str, target, *, load_model: Optional[Callable] = None, progress=None) -> Drafter:
@@ -79,17 +68,3 @@ def as_drafter(target, draft) -> Optional[Drafter]:
 
     check_compatible(target, draft)
     return ModelDrafter(draft, shared_vocab_size(target, draft))
-
-
-_builtins_imported = False
-
-
-def _import_builtins() -> None:
-    """Modules that register drafters at import (kept lazy: they may import torch modules)."""
-    global _builtins_imported
-    if _builtins_imported:
-        return
-    _builtins_imported = True
-    from . import prompt_lookup  # noqa: F401
-    if importlib.util.find_spec(f"{__package__.rsplit('.', 1)[0]}.zoo") is not None:
-        from .. import zoo  # noqa: F401  (the trained SmolLM2 drafters)

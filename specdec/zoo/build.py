@@ -132,21 +132,23 @@ def _vocab_drafter(target, name: str, layers: list[nn.Module], own: list[nn.Modu
                                   target.real_vocab_size, ids)
 
 
-def build_draft_model(target, name: str, folder: Path | None = None):
+def build_draft_model(target, name: str, description: str, folder: Path | None = None):
     folder = folder or drafter_dir(name)
     meta, tensors = read_meta(folder), load_tensors(folder)
     layers = own_layers(target.model, tensors, meta["layers"], 0)
-    return _vocab_drafter(target, name, layers, layers, tensors)
+    drafter = _vocab_drafter(target, name, layers, layers, tensors)
+    drafter.family, drafter.description = "draft model", description
+    return drafter
 
 
-def build_early_exit(target, name: str, folder: Path | None = None):
+def build_early_exit(target, name: str, description: str, folder: Path | None = None):
     folder = folder or drafter_dir(name)
     meta, tensors = read_meta(folder), load_tensors(folder)
     exit_layer = meta["exit_layer"]
     adapters = own_layers(target.model, tensors, meta["adapter_layers"], exit_layer)
     drafter = _vocab_drafter(target, name, list(target.model.model.layers[:exit_layer]) + adapters, adapters,
                              tensors)
-    drafter.family = "early exit"
+    drafter.family, drafter.description = "early exit", description
     return drafter
 
 

@@ -151,15 +151,16 @@ def write_cards(out: Path, prompts_per_kind: int = 2, log=print) -> dict:
 def render_cards(out: Path, m: dict, log=print) -> None:
     """README.md and card.json of every measured drafter from the measurement `m` and its zoo.json (a tree
     draft's: the EAGLE head's)."""
-    from . import DESCRIPTIONS, EAGLE, TREES, tree_description
+    from . import BY_NAME, EAGLE, TREES
 
     for name in m["figures"]:
+        description = BY_NAME[name].description if name in BY_NAME else ""
         if name in TREES:
-            meta = {**json.loads((out / EAGLE / "zoo.json").read_text()), "description": tree_description(name),
+            meta = {**json.loads((out / EAGLE / "zoo.json").read_text()), "description": description,
                     "weights_of": EAGLE}
             (out / name).mkdir(exist_ok=True)
         else:
-            meta = {**json.loads((out / name / "zoo.json").read_text()), "description": DESCRIPTIONS.get(name, "")}
+            meta = {**json.loads((out / name / "zoo.json").read_text()), "description": description}
         (out / name / "README.md").write_text(card_text(name, meta, m))
         card = {"figures": {s: {k: {x: y for x, y in f.items() if x != "rows"} for k, f in v.items()}
                             for s, v in m["figures"][name].items()},

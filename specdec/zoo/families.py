@@ -6,21 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-DIAGRAMS = {
-    "smollm2-135m-draft": "tokens ──▶ target embedding ──▶ 2 own layers ──▶ target norm + head rows ──▶ x̂₁, then x̂₁ ──▶ … x̂_K",
-    "smollm2-135m-early-exit": "tokens ──▶ target layers 1–6 ──▶ adapter layer ──▶ target norm + head rows ──▶ x̂₁ … x̂_K (one at a time)",
-    "smollm2-135m-medusa": "target's last feature h ──▶ residual head k (k = 1…4) ──▶ target head rows ──▶ x̂₁ … x̂_K (all at once)",
-    "smollm2-135m-eagle": "[h_t ; embedding of x_t+1] ──▶ 1 decoder layer ──▶ predicted h_t+1 ──▶ target head rows ──▶ x̂, "
-                          "then [predicted h ; x̂] ──▶ … (K times)",
-}
-TREE_DIAGRAM = ("the EAGLE head's top {top} children of its {beam} likeliest nodes per level ──▶ a tree of {nodes} tokens "
-                "──▶ one target forward (each node sees only its ancestors) ──▶ the branch that matches the target's choices")
-PROMPT_LOOKUP = ("**Prompt lookup** (`prompt-lookup`, no weights): finds the last few generated tokens earlier in the "
-                 "prompt and proposes what followed them there.\n\n"
-                 "`last n-gram ──▶ match in prompt + output so far ──▶ the K tokens after the match (or none)`\n\n"
-                 "Costs almost nothing; pays on text that copies its prompt (rewriting, code edits), drafts nothing "
-                 "elsewhere.")
 KIND_NAMES = {"chat": "chat", "code": "code", "rewrite": "rewriting"}
+PROMPT_LOOKUP_NOTE = ("Costs almost nothing; pays on text that copies its prompt (rewriting, code edits), drafts nothing "
+                      "elsewhere.")
 
 
 def _figures(card: dict) -> str:
@@ -39,20 +27,21 @@ def _measured(folder: Path, name: str) -> str:
         return "Not measured here (no model card)."
 
 
+def paragraph(spec, figures: str) -> list[str]:
+    """A drafter's heading, what it reads and proposes, its diagram, then `figures`."""
+    return [f"**{spec.title or spec.family}** (`{spec.name}`): {spec.summary}.", "", f"`{spec.diagram}`", "", figures]
+
+
 def families_markdown(folder: Path | None = None) -> str:
     """One paragraph per zoo drafter (description, diagram, its card's figures) after prompt lookup's."""
-    from . import DESCRIPTIONS, TREES, tree_description
+    from ..drafters.prompt_lookup import SPEC as PROMPT_LOOKUP
+    from . import SPECS
     from .build import ASSETS
 
     folder = Path(folder) if folder is not None else ASSETS
-    parts = ["### Drafter families (SmolLM2-135M-Instruct)", "", PROMPT_LOOKUP]
-    for name, description in DESCRIPTIONS.items():
-        parts += ["", f"**{description.split(':')[0]}** (`{name}`): {description.split(': ', 1)[-1]}.", "",
-                  f"`{DIAGRAMS[name]}`", "", _measured(folder, name)]
-    for name, shape in TREES.items():
-        diagram = TREE_DIAGRAM.format(top=shape.top, beam=shape.beam, nodes=shape.nodes)
-        parts += ["", f"**EAGLE-2 tree** (`{name}`): {tree_description(name).split(': ', 1)[-1]}.", "", f"`{diagram}`",
-                  "", _measured(folder, name)]
+    parts = ["### Drafter families (SmolLM2-135M-Instruct)", "", *paragraph(PROMPT_LOOKUP, PROMPT_LOOKUP_NOTE)]
+    for spec in SPECS:
+        parts += ["", *paragraph(spec, _measured(folder, spec.name))]
     parts += ["", "More candidates per target forward (the target's token is often the head's second or third "
               "choice); each extra node is one more row for the target to score, which a GPU hides and this CPU "
               "does not. docs/zoo.md, \"EAGLE-2 trees\", has the measurements."]
