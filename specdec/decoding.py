@@ -8,11 +8,12 @@ Invariants between steps, with seq = prompt + emitted tokens:
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 import torch
 
-from .drafters.base import Drafter, Proposal, ProposalContext
+from .drafters.base import Drafter, ProposalContext
 from .drafters.registry import as_drafter
 from .events import DecodeSettings, RunResult, StepEvent, TreeNode
 from .errors import InvalidSettingsError
@@ -21,10 +22,28 @@ from .metrics import measure_memory, start_memory_probe, summarize
 from .prompting import check_context
 from .sampling import build_warpers, probabilities, validate
 from .schedules import make_schedule
-from .trace import build_event, final_token, top_tokens
+from .trace import drafted_tokens, final_token, top_tokens
 from .threads import threads_for_step
-from .tree import greedy_path, shown_nodes
-from .verify import SampledVerifier, Verdict, verify_greedy, verify_sampled, verify_tree_sampled
+from .tree import shown_nodes
+from .verify import SampledVerifier, Verdict, verify_greedy, verify_sampled, verify_tree_greedy, verify_tree_sampled
+
+
+@dataclass
+class ScoredStep:
+    """One step's drafts and the target's verdict on them, before anything is emitted (emit_and_rollback).
+    k = len(draft_ids): a chain's drafts, or the chain a tree step shows (its path, then the first rejected child)."""
+
+    draft_ids: list[int]
+    q: torch.Tensor  # [k, V] the drafter's probabilities of each draft (warped like p when sampling)
+    p: torch.Tensor  # [k + 1, V] the target's at the same positions, then the bonus position (greedy: softmax of raw logits)
+    verdict: Verdict
+    draft_time_s: float
+    verify_time_s: float
+    nodes: list[TreeNode] = field(default_factory=list)  # a tree step's every node (events.TreeNode); [] for chains
+
+    @property
+    def k(self) -> int:
+        return len(self.draft_ids)
 
 
 class Generation:
@@ -67,7 +86,7 @@ class Generation:
         self.schedule = make_schedule(settings.k_schedule, settings.k)
         # a tree drafter drafts trees (tree.py); sampled trees need the real multi-candidate verifier, so a run
         # with another verifier (verifier_faults.py) chains
-        self.drafts_tree = getattr(self.drafter, "tree_shape", None) is not None and (
+        self.drafts_tree = self.drafter is not None and self.drafter.tree_shape is not None and (
             not self.sampling or sampled_verifier is verify_sampled)
         # target KV room beyond the run's own tokens: K drafts, or a tree's nodes
         self.verify_slots = max(self.settings.k, self.drafter.tree_shape.nodes if self.drafts_tree else 0)
@@ -120,7 +139,6 @@ class Generation:
         reads_hidden = self.drafter is not None and self.drafter.reads_target_hidden
         target = self.target.new_runner(self.vocab_limit, max_length, keep_hidden=reads_hidden)
         self._target_runner = target
-        self.drafts_tree = self.drafts_tree and hasattr(target, "forward_tree")  # a runner without trees: chains
         with threads_for_step(self.target.device):
             prefill(target, self.drafter, seq, max_length)
         while True:
@@ -128,96 +146,105 @@ class Generation:
             planned = self.schedule.next_k() if self.drafter is not None else 0
             k = min(planned, remaining - 1)  # never overshoot max_new_tokens
             with threads_for_step(self.target.device):  # not across the yield below
-                event = self._step(len(self.events), k, seq, target, remaining)
-            event.k_planned = planned
+                scored = self.score_step(seq, k, target)
+                self.schedule.update(scored.k, min(scored.verdict.num_accepted + 1, scored.k),
+                                     scored.verdict.num_accepted, scored.draft_time_s, scored.verify_time_s)
+                event = self.emit_and_rollback(scored, seq, target, remaining, planned)
             self.events.append(event)
             self.token_ids += event.emitted_ids
             seq += event.emitted_ids
-            if len(self.token_ids) >= self.settings.max_new_tokens and not event.finished:
-                event.finished, event.stop_reason = True, "max_new_tokens"
             self.engine_time_s += time.perf_counter() - started
-            if event.finished:
-                self._done = True
+            self._done = event.finished
             yield event
             if event.finished:
                 return
             started = time.perf_counter()
 
     @torch.inference_mode()
-    def _step(self, index: int, k: int, seq: list[int], target, remaining: int) -> StepEvent:
-        t0 = time.perf_counter()
-        tree: list[TreeNode] = []
-        if k > 0 and self.drafts_tree:
-            draft_ids, q, logits, tree, t1, decided = self._tree_draft_and_score(seq, k, target)
-        else:
-            proposal = self.drafter.propose(seq, k, self.context) if k > 0 else Proposal()
-            draft_ids, q, decided = proposal.ids[:k], proposal.q, None
-            t1 = time.perf_counter()
-            logits = target.forward([seq[-1]] + draft_ids)  # [k+1, V]
-        verdict, p, q = self._verify(draft_ids, logits, q, decided)
-        t2 = time.perf_counter()
-        emitted, stop_reason = cut_at_stop(
-            draft_ids[: verdict.num_accepted] + [verdict.next_token], self.eos_ids, remaining
-        )
-        if stop_reason is None:
-            rollback(target, self.drafter, len(seq), verdict.num_accepted)
-        target_top = top_tokens(self.target, p, self.top_n)  # one top-n per target row, drafts and final alike
-        final = None
-        if len(emitted) > verdict.num_accepted:
-            kind = "target" if not draft_ids else verdict.next_kind
-            final = final_token(self.target, verdict, p, target_top[verdict.num_accepted], kind, self.sampling, self.top_n)
-        event = build_event(
-            model=self.target, index=index, sampling=self.sampling, draft_ids=draft_ids, p=p, q=q,
-            verdict=verdict, target_top=target_top, final=final, emitted=emitted, times=(t1 - t0, t2 - t1, 0.0),
-            stop_reason=stop_reason, top_n=self.top_n,
-        )
-        event.tree = tree
-        self.schedule.update(len(draft_ids), min(verdict.num_accepted + 1, len(draft_ids)), verdict.num_accepted,
-                             t1 - t0, t2 - t1)
-        event.other_time_s = time.perf_counter() - t2
-        return event
+    def score_step(self, seq: list[int], k: int, target) -> ScoredStep:
+        """Draft up to k tokens (a chain, or a tree of depth k) and let the target judge them in one forward."""
+        if k <= 0:
+            return self.plain_step(seq, target, time.perf_counter())
+        if self.drafts_tree:
+            return self.tree_step(seq, k, target)
+        return self.chain_step(seq, k, target)
 
-    def _tree_draft_and_score(self, seq: list[int], k: int, target):
-        """A tree step (tree.py) up to the chain it shows: draft a tree of depth k, score it in one target
-        forward, walk it (greedy: the target's choices; sampling: verify_tree_sampled), keep the path's cache
-        rows. Returns the shown draft ids, their q rows [n, V], the target's logits rows [n + 1, V] for them
-        (as a chain step would have), the tree's nodes (events.TreeNode), the time drafting ended and, when
-        sampling, the Verdict of the shown chain with its warped p rows [n + 1, V] (greedy: None,
-        verify_greedy decides it again)."""
-        tree = self.drafter.propose_tree(seq, k, self.context)
-        drafted_at = time.perf_counter()
+    def plain_step(self, seq: list[int], target, started: float) -> ScoredStep:
+        """No drafts: one target token from a one-token forward (the baseline; a drafter that proposed nothing)."""
+        drafted = time.perf_counter()
+        logits = target.forward([seq[-1]])  # [1, V]
+        verdict, p, q = self.verify_chain([], logits, None)
+        return ScoredStep([], q, p, verdict, drafted - started, time.perf_counter() - drafted)
+
+    def chain_step(self, seq: list[int], k: int, target) -> ScoredStep:
+        """The drafter proposes up to k tokens; the target scores seq[-1] + drafts in one forward."""
+        started = time.perf_counter()
+        proposal = self.drafter.propose(seq, k, self.context)
+        draft_ids = proposal.ids[:k]
+        if not draft_ids:
+            return self.plain_step(seq, target, started)
+        drafted = time.perf_counter()
+        logits = target.forward([seq[-1]] + draft_ids)  # [k + 1, V]
+        verdict, p, q = self.verify_chain(draft_ids, logits, proposal.q)
+        return ScoredStep(draft_ids, q, p, verdict, drafted - started, time.perf_counter() - drafted)
+
+    def tree_step(self, seq: list[int], depth: int, target) -> ScoredStep:
+        """The drafter proposes a tree (tree.py); the target scores every node in one forward, each seeing only
+        its ancestors; the verifier walks it from the root (greedy: the target's choices; sampling:
+        verify_tree_sampled) and the target keeps the cache rows of the path. The step shows the path and, after
+        it, the first child that was rejected."""
+        started = time.perf_counter()
+        tree = self.drafter.propose_tree(seq, depth, self.context)
         if not tree.ids:
-            return [], None, target.forward([seq[-1]]), [], drafted_at, None
-        logits = target.forward_tree(seq[-1], tree.ids, tree.parents)  # [N + 1, V]
+            return self.plain_step(seq, target, started)
+        drafted = time.perf_counter()
+        logits = target.forward_tree(seq[-1], tree.ids, tree.parents)  # [N + 1, V]: the root row, then each node's
         if self.sampling:
             p = probabilities(logits, self.warpers)  # [N + 1, V]
             path, tried, verdict = verify_tree_sampled(tree.ids, tree.parents, p, tree.q_rows, self.generator)
         else:
-            path = greedy_path(tree.ids, tree.parents, logits.argmax(dim=-1).tolist())
-            tried = [i for i, parent in enumerate(tree.parents) if parent < 0 or parent in path]
+            path, tried, verdict = verify_tree_greedy(tree.ids, tree.parents, logits.argmax(dim=-1).tolist())
         target.keep(len(seq) - 1, [0] + [1 + node for node in path])
         shown = shown_nodes(tree.parents, path)
         rows = torch.tensor([0] + [1 + node for node in shown], device=logits.device)
+        p_shown = p[rows] if self.sampling else torch.softmax(logits[rows], dim=-1)  # [k + 1, V]
         nodes = [TreeNode(token, self.target.token_text(token), parent, i in path, i in tried)
                  for i, (token, parent) in enumerate(zip(tree.ids, tree.parents))]
-        decided = (verdict, p[rows]) if self.sampling else None
-        return [tree.ids[i] for i in shown], tree.q_rows(shown), logits[rows], nodes, drafted_at, decided
+        return ScoredStep([tree.ids[i] for i in shown], tree.q_rows(shown), p_shown, verdict, drafted - started,
+                          time.perf_counter() - drafted, nodes)
 
-    def _verify(self, draft_ids: list[int], logits: torch.Tensor, q,
-                decided: Optional[tuple[Verdict, torch.Tensor]] = None) -> tuple[Verdict, torch.Tensor, torch.Tensor]:
-        """Returns the verdict and the p, q rows to trace (greedy: softmax of the raw logits); `decided`: the
-        verdict and warped p rows a sampled tree step has reached already."""
-        if not draft_ids:  # a plain target step
-            q = logits.new_zeros((0, logits.shape[-1]))
-        else:
-            q = q[: len(draft_ids)]  # [k, V] probabilities
+    def verify_chain(self, draft_ids: list[int], logits: torch.Tensor, q: Optional[torch.Tensor]):
+        """(verdict, p [k + 1, V], q [k, V]) for k drafts scored by logits [k + 1, V] (raw); q: the drafter's
+        rows [>= k, V], None when k = 0. Greedy p is the softmax of the raw logits; sampling p is warped."""
+        q = logits.new_zeros((0, logits.shape[-1])) if not draft_ids else q[: len(draft_ids)]
         if not self.sampling:
             return verify_greedy(draft_ids, logits), torch.softmax(logits, dim=-1), q
-        if decided is not None:
-            return decided[0], decided[1], q
         p = probabilities(logits, self.warpers)
         ids = torch.tensor(draft_ids, dtype=torch.long, device=logits.device)
         return self.verify_sampled(ids, p, q, self.generator), p, q
+
+    def emit_and_rollback(self, scored: ScoredStep, seq: list[int], target, remaining: int, planned: int) -> StepEvent:
+        """Emit the accepted drafts and the target's token (cut at EOS and max new tokens), roll the caches back
+        to what the next step needs, and record the step."""
+        started = time.perf_counter()
+        verdict, n = scored.verdict, scored.verdict.num_accepted
+        emitted, stop_reason = cut_at_stop(scored.draft_ids[:n] + [verdict.next_token], self.eos_ids, remaining)
+        if stop_reason is None:
+            rollback(target, self.drafter, len(seq), n)
+            stop_reason = "max_new_tokens" if len(emitted) >= remaining else None
+        target_top = top_tokens(self.target, scored.p, self.top_n)  # one top-n per target row
+        final = None
+        if len(emitted) > n:
+            kind = verdict.next_kind if scored.draft_ids else "target"
+            final = final_token(self.target, verdict, scored.p, target_top[n], kind, self.sampling, self.top_n)
+        drafted = drafted_tokens(self.target, scored.draft_ids, scored.p, scored.q, verdict, target_top, self.top_n)
+        return StepEvent(
+            index=len(self.events), mode=self.settings.mode, k=scored.k, drafted=drafted, num_accepted=n,
+            final=final, emitted_ids=emitted, emitted_text="".join(self.target.token_text(t) for t in emitted),
+            draft_time_s=scored.draft_time_s, verify_time_s=scored.verify_time_s,
+            other_time_s=time.perf_counter() - started, finished=stop_reason is not None, stop_reason=stop_reason,
+            k_planned=planned, tree=scored.nodes,
+        )
 
 
 def prefill(target, drafter: Optional[Drafter], seq: list[int], max_length: int) -> None:

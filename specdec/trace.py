@@ -1,11 +1,10 @@
 """Turning one step's tensors into a StepEvent (plain data) for renderers, the CLI and tests."""
 from __future__ import annotations
 
-from typing import Optional
 
 import torch
 
-from .events import DraftToken, FinalToken, StepEvent, TokenProb
+from .events import DraftToken, FinalToken, TokenProb
 from .verify import Verdict
 
 
@@ -61,37 +60,4 @@ def final_token(model, verdict: Verdict, p: torch.Tensor, target_top: list[Token
         p=float(p[n, verdict.next_token]),
         target_top=target_top,
         residual_top=residual,
-    )
-
-
-def build_event(
-    *,
-    model,
-    index: int,
-    sampling: bool,
-    draft_ids: list[int],
-    p: torch.Tensor,
-    q: torch.Tensor,
-    verdict: Verdict,
-    target_top: list[list[TokenProb]],
-    final: Optional[FinalToken],
-    emitted: list[int],
-    times: tuple[float, float, float],
-    stop_reason: Optional[str],
-    top_n: int,
-) -> StepEvent:
-    return StepEvent(
-        index=index,
-        mode="sampling" if sampling else "greedy",
-        k=len(draft_ids),
-        drafted=drafted_tokens(model, draft_ids, p, q, verdict, target_top, top_n),
-        num_accepted=verdict.num_accepted,
-        final=final,
-        emitted_ids=emitted,
-        emitted_text="".join(model.token_text(t) for t in emitted),
-        draft_time_s=times[0],
-        verify_time_s=times[1],
-        other_time_s=times[2],
-        finished=stop_reason is not None,
-        stop_reason=stop_reason,
     )

@@ -10,7 +10,7 @@ from typing import Callable, Optional
 
 import torch
 
-from .tree import shown_nodes
+from .tree import greedy_path, shown_nodes
 
 
 @dataclass
@@ -68,6 +68,21 @@ def verify_sampled(draft_ids: torch.Tensor, p: torch.Tensor, q: torch.Tensor, ge
         next_kind="bonus" if n == k else "resampled",
         next_distribution=next_dist,
     )
+
+
+def verify_tree_greedy(ids: list[int], parents: list[int], choices: list[int]) -> tuple[list[int], list[int], Verdict]:
+    """Greedy verification of a tree: from the root, follow the child whose token is the target's choice
+    (choices [N + 1]: the argmax of the root row, then of each node's row). Returns the path, the nodes compared
+    (every child of the root and of a path node) and the Verdict of the chain the step shows (tree.shown_nodes:
+    the path, then its last node's first child, rejected), as verify_greedy would give for that chain."""
+    path = greedy_path(ids, parents, choices)
+    tried = [i for i, parent in enumerate(parents) if parent < 0 or parent in path]
+    rejected = len(shown_nodes(parents, path)) > len(path)
+    n = len(path)
+    verdict = Verdict(num_accepted=n, accept_probs=[1.0] * n + [0.0] * rejected, uniforms=[None] * (n + rejected),
+                      next_token=choices[path[-1] + 1 if path else 0], next_kind="resampled" if rejected else "bonus",
+                      next_distribution=None)
+    return path, tried, verdict
 
 
 def verify_tree_sampled(ids: list[int], parents: list[int], p: torch.Tensor, q_rows, generator

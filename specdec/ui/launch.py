@@ -21,7 +21,7 @@ from specdec.measurement import INTERACTIVE
 
 from .callbacks import Lab
 from .deploy import add_limit_flags, apply_limits, public_deployment, resolve_limits, start_cleaner
-from .preload import preload_in_background
+from .preload import PRELOAD, preload_in_background
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]

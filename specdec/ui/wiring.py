@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import inspect
 from functools import wraps
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
 from .guard import guard_run
 from .run_ids import RUN_JS, STOP_JS, tied_to_run
+
+if TYPE_CHECKING:
+    from .callbacks import Lab
 
 DEVICE = "device"  # every timed run shares this queue slot: measurements never overlap
 
