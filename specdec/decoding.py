@@ -201,14 +201,14 @@ class Generation:
         logits = target.forward_tree(seq[-1], tree.ids, tree.parents)  # [N + 1, V]: the root row, then each node's
         if self.sampling:
             p = probabilities(logits, self.warpers)  # [N + 1, V]
-            path, tried, verdict = verify_tree_sampled(tree.ids, tree.parents, p, tree.q_rows, self.generator)
+            path, evaluated, verdict = verify_tree_sampled(tree.ids, tree.parents, p, tree.q_rows, self.generator)
         else:
-            path, tried, verdict = verify_tree_greedy(tree.ids, tree.parents, logits.argmax(dim=-1).tolist())
+            path, evaluated, verdict = verify_tree_greedy(tree.ids, tree.parents, logits.argmax(dim=-1).tolist())
         target.keep(len(seq) - 1, [0] + [1 + node for node in path])
         shown = shown_nodes(tree.parents, path)
         rows = torch.tensor([0] + [1 + node for node in shown], device=logits.device)
         p_shown = p[rows] if self.sampling else torch.softmax(logits[rows], dim=-1)  # [k + 1, V]
-        nodes = [TreeNode(token, self.target.token_text(token), parent, i in path, i in tried)
+        nodes = [TreeNode(token, self.target.token_text(token), parent, i in path, i in evaluated)
                  for i, (token, parent) in enumerate(zip(tree.ids, tree.parents))]
         return ScoredStep([tree.ids[i] for i in shown], tree.q_rows(shown), p_shown, verdict, drafted - started,
                           time.perf_counter() - drafted, nodes)

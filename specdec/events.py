@@ -2,6 +2,23 @@
 
 No tensors live here: every field is an int, float, str, bool, None or a list/dataclass of those,
 so renderers, plots, the CLI's JSON and tests can consume events without touching torch.
+
+The vocabulary, fixed here and used in code, UI labels, docs and exports:
+  step        one target forward over the last emitted token and the step's drafts (a plain step: no drafts)
+  drafted     proposed by the drafter this step (K of them in a chain; a tree step shows its path, then the
+              first rejected child)
+  evaluated   compared with the target by the verifier: every drafted token up to and including the first
+              rejection (a tree: the children of the root and of kept nodes)
+  accepted    evaluated and kept: it is emitted as the drafter proposed it
+  rejected    evaluated and not kept: the first evaluated mismatch of a step
+  unchecked   drafted after a rejection, never evaluated, discarded (the UI: "discarded unchecked")
+  resampled   the target's token after a rejection: drawn from norm(max(0, p - q)) (greedy: the target's argmax)
+  bonus       the target's token after every drafted token was accepted: drawn from p at the next position
+  target      a plain step's token (the baseline, or a step whose drafter proposed nothing)
+  fate        of a drafted token: accepted | rejected | unchecked; of an emitted target token: its kind
+  acceptance rate   accepted / drafted;  alpha   accepted / evaluated (the theory's per-token acceptance)
+  tokens per target forward   emitted tokens / target decode forwards, resampled and bonus tokens included
+                              (plain decoding = 1.00; vLLM's "mean acceptance length")
 """
 from __future__ import annotations
 
@@ -9,10 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal, Optional
 
 Mode = Literal["greedy", "sampling"]
-# How a token emitted by the target got there:
-#   "resampled": drawn by the target after a draft token was rejected (greedy: the target's argmax there)
-#   "bonus":     drawn from p_{K+1} after every drafted token was accepted
-#   "target":    a plain target step: the baseline, or a step where the drafter proposed nothing
+# How a token emitted by the target got there: "resampled" | "bonus" | "target" (the vocabulary above)
 FinalKind = Literal["resampled", "bonus", "target"]
 StopReason = Literal["eos", "max_new_tokens"]
 
@@ -68,7 +82,7 @@ class DraftToken:
 
 @dataclass
 class FinalToken:
-    """The token the target itself contributes at the end of a step (correction or bonus)."""
+    """The token the target itself contributes at the end of a step (resampled or bonus)."""
 
     token_id: int
     text: str
@@ -88,7 +102,7 @@ class TreeNode:
     text: str
     parent: int  # index of the parent node, -1 for the root (the last emitted token)
     kept: bool  # on the accepted path
-    checked: bool = True  # compared by the verifier (greedy: a child of the root or of a kept node; sampling: tried)
+    evaluated: bool = True  # compared by the verifier (greedy: a child of the root or of a kept node; sampling: tried)
 
 
 @dataclass
@@ -182,7 +196,7 @@ class RunMetrics:
     accepted_tokens: int
     acceptance_rate: Optional[float]  # accepted drafted / drafted; None when nothing was drafted
     alpha: Optional[float]  # accepted / evaluated drafted tokens (the theory's per-token acceptance)
-    mean_tokens_per_target_forward: float  # bonus/correction included (vanilla decoding = 1.0)
+    mean_tokens_per_target_forward: float  # bonus/resampled tokens included (vanilla decoding = 1.0)
     acceptance_by_position: list[Optional[float]]  # index i: accepted / evaluated-or-not drafted at i
     target_forwards: int
     draft_forwards: int

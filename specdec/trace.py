@@ -27,7 +27,7 @@ def drafted_tokens(model, draft_ids: list[int], p: torch.Tensor, q: torch.Tensor
     ids = torch.tensor(draft_ids, device=p.device).unsqueeze(1)  # [k, 1]
     p_of, q_of = zip(*torch.cat((p[:k].gather(1, ids), q.gather(1, ids)), dim=1).tolist())  # one transfer
     draft_top = top_tokens(model, q, top_n)
-    checked = min(verdict.num_accepted + 1, k)
+    evaluated = min(verdict.num_accepted + 1, k)
     return [
         DraftToken(
             position=i,
@@ -38,7 +38,7 @@ def drafted_tokens(model, draft_ids: list[int], p: torch.Tensor, q: torch.Tensor
             accept_prob=verdict.accept_probs[i],
             uniform=verdict.uniforms[i],
             accepted=i < verdict.num_accepted,
-            evaluated=i < checked,
+            evaluated=i < evaluated,
             target_top=target_top[i],
             draft_top=draft_top[i],
         )

@@ -46,8 +46,8 @@ def broken_verifier(*, accept: str = "p/q", residual: str = "p-q", uniforms: str
         else:
             next_dist = p[k]
         next_token = int(torch.multinomial(next_dist, 1, generator=generator))
-        checked = n + 1 if n < k else k
-        return Verdict(n, accept_probs.tolist(), [u if i < checked else None for i, u in enumerate(draws.tolist())],
+        evaluated = n + 1 if n < k else k
+        return Verdict(n, accept_probs.tolist(), [u if i < evaluated else None for i, u in enumerate(draws.tolist())],
                        next_token, "bonus" if n == k else "resampled", next_dist)
     return verifier
 

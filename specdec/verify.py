@@ -18,7 +18,7 @@ class Verdict:
     num_accepted: int
     accept_probs: list[float]  # per drafted position: min(1, p/q) (greedy: 1.0 on a match, else 0.0)
     uniforms: list[Optional[float]]  # the draws compared with accept_probs (None: greedy / unchecked)
-    next_token: int  # correction at the first rejection, or the bonus token
+    next_token: int  # the resampled token at the first rejection, or the bonus token
     next_kind: str  # "resampled" | "bonus"
     next_distribution: Optional[torch.Tensor]  # [V] what next_token was drawn from (sampling only)
 
@@ -59,11 +59,11 @@ def verify_sampled(draft_ids: torch.Tensor, p: torch.Tensor, q: torch.Tensor, ge
     else:
         next_dist = p[k]
     next_token = int(torch.multinomial(next_dist, 1, generator=generator))
-    checked = n + 1 if n < k else k  # positions after the first rejection are never examined
+    evaluated = n + 1 if n < k else k  # positions after the first rejection are never examined
     return Verdict(
         num_accepted=n,
         accept_probs=accept_probs.tolist(),
-        uniforms=[u if i < checked else None for i, u in enumerate(uniforms.tolist())],
+        uniforms=[u if i < evaluated else None for i, u in enumerate(uniforms.tolist())],
         next_token=next_token,
         next_kind="bonus" if n == k else "resampled",
         next_distribution=next_dist,
@@ -76,13 +76,13 @@ def verify_tree_greedy(ids: list[int], parents: list[int], choices: list[int]) -
     (every child of the root and of a path node) and the Verdict of the chain the step shows (tree.shown_nodes:
     the path, then its last node's first child, rejected), as verify_greedy would give for that chain."""
     path = greedy_path(ids, parents, choices)
-    tried = [i for i, parent in enumerate(parents) if parent < 0 or parent in path]
+    evaluated = [i for i, parent in enumerate(parents) if parent < 0 or parent in path]
     rejected = len(shown_nodes(parents, path)) > len(path)
     n = len(path)
     verdict = Verdict(num_accepted=n, accept_probs=[1.0] * n + [0.0] * rejected, uniforms=[None] * (n + rejected),
                       next_token=choices[path[-1] + 1 if path else 0], next_kind="resampled" if rejected else "bonus",
                       next_distribution=None)
-    return path, tried, verdict
+    return path, evaluated, verdict
 
 
 def verify_tree_sampled(ids: list[int], parents: list[int], p: torch.Tensor, q_rows, generator
@@ -99,14 +99,14 @@ def verify_tree_sampled(ids: list[int], parents: list[int], p: torch.Tensor, q_r
     token is drawn from r. Each rejection leaves exactly the residual law to the next candidate, so the
     output is distributed as the target's own samples.
 
-    Returns the path, the nodes tried (accepted or rejected), and the Verdict of the chain the step shows
-    (tree.shown_nodes: the path, then the first child tried at its end); a path node's accept_prob there
+    Returns the path, the nodes evaluated (accepted or rejected), and the Verdict of the chain the step shows
+    (tree.shown_nodes: the path, then the first child evaluated at its end); a path node's accept_prob there
     reads r and q as its earlier siblings left them, not p and its q row.
     """
     children: dict[int, list[int]] = {}
     for node, parent in enumerate(parents):
         children.setdefault(parent, []).append(node)
-    node, path, tried = -1, [], {}  # tried: node -> (accept_prob, uniform)
+    node, path, evaluated = -1, [], {}  # evaluated: node -> (accept_prob, uniform)
     while True:
         r, kids = p[node + 1], children.get(node, [])  # r: [V] what the next token must follow
         q = q_rows(kids[:1])[0] if kids else None  # [V] what the next child was drawn from
@@ -115,7 +115,7 @@ def verify_tree_sampled(ids: list[int], parents: list[int], p: torch.Tensor, q_r
             token = ids[child]
             accept = min(1.0, float(r[token] / q[token]))  # q > 0: the child was drawn from q
             uniform = float(torch.rand(1, generator=generator, device=p.device))
-            tried[child] = (accept, uniform)
+            evaluated[child] = (accept, uniform)
             if uniform < accept:
                 chosen = child
                 break
@@ -131,10 +131,10 @@ def verify_tree_sampled(ids: list[int], parents: list[int], p: torch.Tensor, q_r
         node = chosen
     next_token = int(torch.multinomial(r, 1, generator=generator))
     shown = shown_nodes(parents, path)
-    verdict = Verdict(num_accepted=len(path), accept_probs=[tried[n][0] for n in shown],
-                      uniforms=[tried[n][1] for n in shown], next_token=next_token,
+    verdict = Verdict(num_accepted=len(path), accept_probs=[evaluated[n][0] for n in shown],
+                      uniforms=[evaluated[n][1] for n in shown], next_token=next_token,
                       next_kind="resampled" if children.get(node) else "bonus", next_distribution=r)
-    return path, list(tried), verdict
+    return path, list(evaluated), verdict
 
 
 SampledVerifier = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Optional[torch.Generator]], Verdict]

@@ -7,7 +7,7 @@ Three shapes of test use these helpers:
   - every token of one long run (long_run / transition_counts / exact_transitions /
     transition_p_value): for an order-2 TableModel each token is drawn from the warped row of the
     two tokens before it, so the counts per context are multinomial and their chi-squares add up
-    (Anderson & Goodman 1957). Cheap per token, and every path (accepted draft, correction, bonus,
+    (Anderson & Goodman 1957). Cheap per token, and every path (accepted draft, resampled, bonus,
     plain target step) contributes thousands of tokens.
 The reference warping is written out here (transformers' warpers in `generate`'s order), never taken
 from the engine; tests/test_warpers.py pins that order to what `generate` itself does.
@@ -176,7 +176,7 @@ def transition_p_value(counts: torch.Tensor, law: torch.Tensor) -> float:
 
 def token_paths(events) -> Counter:
     """Emitted tokens by how they were produced: "accepted" drafts, and the target's own "resampled"
-    (correction), "bonus" and "target" (plain step) tokens."""
+    (after a rejection), "bonus" and "target" (plain step) tokens."""
     paths: Counter = Counter()
     for event in events:
         paths["accepted"] += min(event.num_accepted, len(event.emitted_ids))

@@ -1,13 +1,13 @@
 """Every way a sampled token is produced follows the target's law, for every drafter that samples.
 
-A token is an accepted draft, a correction drawn from norm(max(0, p - q)) after a rejection, a bonus
+A token is an accepted draft, a resampled token drawn from norm(max(0, p - q)) after a rejection, a bonus
 drawn from the row after the last draft when all K were accepted, or a plain target step (K shrunk
 to 0 near max_new_tokens, or nothing to propose). The tests, for the draft-model drafter and prompt
 lookup (the re-tokenised drafter is greedy-only; its greedy identity is in test_drafters.py):
   - K=1 and two new tokens (temperature 1.0): the second token is the bonus whenever the draft was
     accepted; the joint law of both tokens is enumerated exactly;
   - K=2 and three new tokens (all three warpers): the whole output against its exact law (all K
-    accepted: the third token is a bonus; a rejection: corrections, then K shrinks and plain target
+    accepted: the third token is a bonus; a rejection: resampled tokens, then K shrinks and plain target
     steps follow);
   - one long run (K=3, 10,000 tokens) at each warping case of distribution.WARPING_CASES: every
     token against the warped law of its two-token context (hundreds to thousands of tokens by each

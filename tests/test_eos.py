@@ -1,4 +1,4 @@
-"""EOS ends a generation at once, whoever produced it: an accepted draft, the target's correction,
+"""EOS ends a generation at once, whoever produced it: an accepted draft, the target's resampled token,
 the bonus token, or a plain target step; greedy or sampling. Nothing is emitted after it.
 
 Deterministic cases use chain tables (TableModel.chain: one possible token after each token): from
@@ -64,7 +64,7 @@ def test_eos_as_an_accepted_draft_stops_at_once(drafter, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("drafter", list(CORRECTION))
-def test_eos_as_the_targets_correction_stops_at_once(drafter, mode):
+def test_eos_as_the_targets_resampled_token_stops_at_once(drafter, mode):
     draft, prompt = CORRECTION[drafter]
     result = run(draft, prompt, 4, mode)
     assert_stopped_at_eos(result)

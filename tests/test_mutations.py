@@ -81,8 +81,8 @@ VERIFIER = {name: Check("test_verifier", name) for name in (
     "test_a_draft_is_accepted_as_often_as_p_over_q",
     "test_nothing_after_the_first_rejection_is_accepted",
     "test_a_draft_the_target_cannot_emit_is_always_rejected",
-    "test_the_correction_is_drawn_from_the_normalised_positive_part_of_p_minus_q",
-    "test_the_correction_after_an_accepted_draft_comes_from_the_second_rows",
+    "test_the_resampled_token_is_drawn_from_the_normalised_positive_part_of_p_minus_q",
+    "test_the_resampled_token_after_an_accepted_draft_comes_from_the_second_rows",
     "test_one_hot_q_accepts_the_draft_with_probability_p_of_the_draft",
     "test_one_hot_q_rejection_draws_from_p_without_the_drafted_token",
     "test_emitted_tokens_follow_p_position_by_position",
@@ -102,7 +102,7 @@ TARGET_ONLY = {case: Check("test_warpers", "test_every_token_of_a_sampled_target
 EOS = {
     **{f"{path}, {drafter}, {mode}": Check("test_eos", test, (drafter, mode))
        for path, test in (("accepted draft", "test_eos_as_an_accepted_draft_stops_at_once"),
-                          ("correction", "test_eos_as_the_targets_correction_stops_at_once"),
+                          ("resampled", "test_eos_as_the_targets_resampled_token_stops_at_once"),
                           ("bonus", "test_eos_as_the_bonus_token_stops_at_once"))
        for drafter in ("draft model", "prompt lookup") for mode in ("greedy", "sampling")},
     **{f"{path}, {mode}": Check("test_eos", test, (mode,))
@@ -165,7 +165,7 @@ def wrap(mp: pytest.MonkeyPatch, module, name: str, make: Callable) -> None:
 
 
 def eos_only_from_drafts(real):
-    """EOS ignored when it is the target's own token (correction, bonus, plain target step)."""
+    """EOS ignored when it is the target's own token (resampled, bonus, plain target step)."""
     def cut(candidates, eos_ids, remaining):
         emitted, reason = real(candidates[:-1], eos_ids, remaining)
         return (emitted, reason) if reason else (candidates[:remaining], None)
@@ -260,13 +260,13 @@ MUTATIONS: dict[str, tuple[Callable[[pytest.MonkeyPatch], None], list[Check]]] =
          VERIFIER["test_a_draft_the_target_cannot_emit_is_always_rejected"], LONG_RUN[("draft model", ALL_THREE)]]),
     "residual replaced by p": (
         lambda mp: use_verifier(mp, mutant_verifier(residual="p")),
-        [VERIFIER["test_the_correction_is_drawn_from_the_normalised_positive_part_of_p_minus_q"],
+        [VERIFIER["test_the_resampled_token_is_drawn_from_the_normalised_positive_part_of_p_minus_q"],
          VERIFIER["test_one_hot_q_rejection_draws_from_p_without_the_drafted_token"],
          LONG_RUN[("draft model", ALL_THREE)]]),
     "residual max(0, q - p)": (
         lambda mp: use_verifier(mp, mutant_verifier(residual="q-p")),
-        [VERIFIER["test_the_correction_is_drawn_from_the_normalised_positive_part_of_p_minus_q"],
-         VERIFIER["test_the_correction_after_an_accepted_draft_comes_from_the_second_rows"],
+        [VERIFIER["test_the_resampled_token_is_drawn_from_the_normalised_positive_part_of_p_minus_q"],
+         VERIFIER["test_the_resampled_token_after_an_accepted_draft_comes_from_the_second_rows"],
          LONG_RUN[("draft model", ALL_THREE)]]),
     "drafts after a rejection still counted": (
         lambda mp: use_verifier(mp, mutant_verifier(count="sum")),
@@ -278,7 +278,7 @@ MUTATIONS: dict[str, tuple[Callable[[pytest.MonkeyPatch], None], list[Check]]] =
          LONG_RUN[("prompt lookup", ALL_THREE)]]),
     "EOS ignored when it is the target's own token": (
         lambda mp: wrap(mp, decoding, "cut_at_stop", eos_only_from_drafts),
-        [EOS["correction, draft model, greedy"], EOS["bonus, prompt lookup, sampling"], EOS["target only, sampling"],
+        [EOS["resampled, draft model, greedy"], EOS["bonus, prompt lookup, sampling"], EOS["target only, sampling"],
          EOS["plain step, greedy"], EOS["sampled law, draft model"]]),
     "a token emitted after EOS": (
         lambda mp: wrap(mp, decoding, "cut_at_stop", one_token_after_eos),
@@ -312,7 +312,7 @@ MUTATIONS: dict[str, tuple[Callable[[pytest.MonkeyPatch], None], list[Check]]] =
         [CONTEXT["greedy chain"], CONTEXT["lookup greedy chain"], EOS["bonus, draft model, greedy"]]),
     "greedy accepts the first mismatching draft": (
         lambda mp: wrap(mp, decoding, "verify_greedy", greedy_accepts_the_first_mismatch),
-        [CONTEXT["greedy chain"], CONTEXT["lookup greedy chain"], EOS["correction, draft model, greedy"]]),
+        [CONTEXT["greedy chain"], CONTEXT["lookup greedy chain"], EOS["resampled, draft model, greedy"]]),
 }
 
 

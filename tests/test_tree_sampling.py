@@ -50,7 +50,7 @@ def test_sampled_tree_steps_accept_a_sibling_after_a_rejected_child(target):
     for _ in range(200):
         for event in Generation(target, tree_drafter(target), PROMPT, settings, generator=generator).result().events:
             kept = {i for i, node in enumerate(event.tree) if node.kept}
-            seen |= any(node.checked and not node.kept and any(event.tree[j].parent == node.parent for j in kept)
+            seen |= any(node.evaluated and not node.kept and any(event.tree[j].parent == node.parent for j in kept)
                         for node in event.tree)
     assert seen
 

@@ -22,7 +22,7 @@ def test_draft_token_figure_compares_p_and_q_with_the_token_marked():
     assert fig.data[0].x[0].endswith("◀")
 
 
-def test_correction_figure_shows_the_residual_distribution():
+def test_resampled_token_figure_shows_the_residual_distribution():
     fig = inspector.inspect_figure(mixed_run()[1], "final")
     assert any("residual" in t.name for t in fig.data)
 

@@ -14,7 +14,7 @@ def test_accepted_drafts_and_bonus_token_get_their_classes():
     assert classes_in(html) == ["tok-accepted", "tok-accepted", "tok-bonus"]
 
 
-def test_rejected_draft_is_shown_where_proposed_before_the_correction():
+def test_rejected_draft_is_shown_where_proposed_before_the_resampled_token():
     html = render_step(make_step(1, [(" a", True), (" b", False), (" c", None)], (" d", "resampled")))
     assert classes_in(html) == ["tok-accepted", "tok-rejected", "tok-unchecked", "tok-resampled"]
 

@@ -96,13 +96,13 @@ def test_a_draft_the_target_cannot_emit_is_always_rejected():
         assert (verdict.num_accepted, verdict.accept_probs) == (0, [0.0])
 
 
-def test_the_correction_is_drawn_from_the_normalised_positive_part_of_p_minus_q():
+def test_the_resampled_token_is_drawn_from_the_normalised_positive_part_of_p_minus_q():
     results = verdicts([4], P[:2], Q[:1])
     assert torch.allclose(results[0].next_distribution, RESIDUAL_0)
     assert follows([v.next_token for v in results], RESIDUAL_0)
 
 
-def test_the_correction_after_an_accepted_draft_comes_from_the_second_rows():
+def test_the_resampled_token_after_an_accepted_draft_comes_from_the_second_rows():
     # token 3 at position 0 is always accepted (p >= q); token 4 at position 1 never (p = 0 < q)
     p = torch.stack([P[0], torch.tensor([0.25, 0.05, 0.30, 0.40, 0.00]), P[2]])
     results = verdicts([3, 4], p, Q)

@@ -43,7 +43,7 @@ def make_step(index: int, drafted=(), final=("!", "bonus"), mode: str = "samplin
 
 
 def mixed_run() -> list[StepEvent]:
-    """Three steps: all accepted + bonus; one rejection + correction; target-only style step."""
+    """Three steps: all accepted + bonus; one rejection + resampled token; target-only style step."""
     return [
         make_step(0, [(" Hello", True), (" world", True)], (",", "bonus")),
         make_step(1, [(" how", True), (" is", False), (" you", None)], (" are", "resampled")),

@@ -79,7 +79,7 @@ EXERCISES: tuple[Exercise, ...] = (
                  "rate go up or down compared with exercise 1? Is the (odd) text still what the target alone "
                  "would produce?",
         explanation="When sampling, a drafted token x is accepted with probability min(1, p(x)/q(x)), and after a "
-                    "rejection the target draws a correction from norm(max(0, p − q)). On average a draft token is "
+                    "rejection the target draws a resampled token from norm(max(0, p − q)). On average a draft token is "
                     "accepted with probability Σ min(p(x), q(x)) = 1 − the total-variation distance between the "
                     "two distributions. Greedy needs only the two top choices to agree; sampling needs the whole "
                     "distributions to overlap. Where the target is confident (code) the top choices agree and "
@@ -102,7 +102,7 @@ EXERCISES: tuple[Exercise, ...] = (
         key="rewrite", title="Copying with prompt lookup", prompt=REWRITE, draft="prompt-lookup", k=6,
         max_new_tokens=96,
         question="SmolLM2-135M-Instruct now, the real model. Prompt lookup has no model: it finds the last two tokens (failing that, the last one) earlier in "
-                 "the prompt or the output and proposes what followed them. On this correction task press **Run**: "
+                 "the prompt or the output and proposes what followed them. On this rewriting task press **Run**: "
                  "how many tokens per target forward does it reach, and is the measured speedup above 1?",
         explanation="A corrected paragraph copies most of its input, so the last two tokens usually occurred before "
                     "and what followed them is what the target writes next: long runs of accepted (green) tokens "

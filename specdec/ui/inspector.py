@@ -66,7 +66,7 @@ def _bars(chosen_id: int, chosen_text: str, series: dict[str, tuple[list, float 
 
 
 def inspect_figure(event, key: str) -> go.Figure:
-    """p(x) and q(x) of the top tokens at a drafted position; p and the residual for a correction."""
+    """p(x) and q(x) of the top tokens at a drafted position; p and the residual for a resampled token."""
     tok = _token_of(event, key)
     if tok is None:
         return style_figure(go.Figure(), "Pick a token to inspect", "", "probability")
@@ -119,7 +119,7 @@ def _explain_final(event, f) -> str:
         return (f"Every drafted token was accepted, and the verify forward had already computed the target's "
                 f"next distribution, so the bonus token {token} (p = {fmt_prob(f.p)}) comes for free.")
     if event.mode == "greedy":
-        return f"After the rejection, the target's argmax {token} is emitted instead (greedy correction)."
+        return f"After the rejection, the target's argmax {token} is emitted instead (greedy: the resampled token is the target's argmax)."
     return (f"After the rejection, the target draws from the residual norm(max(0, p − q)), which removes the "
             f"mass the draft already had its chance at; that keeps the output exactly target-distributed. "
             f"Drawn: {token} with probability {fmt_prob(f.p)}.")
@@ -163,7 +163,7 @@ def narrate_step(event) -> str:
 def tree_fates(event) -> list[str]:
     """Per node of a tree step: "accepted" (on the kept branch), "rejected" (compared by the verifier and not
     kept) or "unchecked" (never compared: below a rejected node, or, sampling, after an accepted sibling)."""
-    return ["accepted" if node.kept else "rejected" if node.checked else "unchecked" for node in event.tree]
+    return ["accepted" if node.kept else "rejected" if node.evaluated else "unchecked" for node in event.tree]
 
 
 def tree_html(event) -> str:

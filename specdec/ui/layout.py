@@ -266,7 +266,7 @@ THEORY = r"""
 1. The draft proposes K tokens x₁…x_K autoregressively, with probabilities q(x).
 2. The target scores all K+1 positions in **one** forward pass, giving p(x).
 3. Each drafted token is accepted with probability **min(1, p(x)/q(x))** (a uniform draw u decides);
-   at the first rejection the target samples a **correction** from the residual **norm(max(0, p − q))**.
+   at the first rejection the target samples a **resampled** token from the residual **norm(max(0, p − q))**.
    If all K are accepted, it adds a **bonus** token from p at position K+1.
 4. Greedy decoding (temperature 0) accepts a draft token exactly when it is the target's argmax.
 

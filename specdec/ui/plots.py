@@ -42,7 +42,7 @@ def accepted_length_figure(events) -> go.Figure:
     fig.add_bar(x=steps, y=[e.num_accepted for e in events], name="accepted drafts",
                 marker_color=COLORS["accepted"])
     fig.add_bar(x=steps, y=[len(e.emitted_ids) - min(e.num_accepted, len(e.emitted_ids)) for e in events],
-                name="target token (correction/bonus)", marker_color=COLORS["resampled"])
+                name="target token (resampled/bonus)", marker_color=COLORS["resampled"])
     fig.add_scatter(x=steps, y=[e.k for e in events], mode="lines", name="K",
                     line=dict(shape="hv", dash="dash", color=COLORS["target"]))
     fig.update_layout(barmode="stack")

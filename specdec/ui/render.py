@@ -12,7 +12,7 @@ FATES = {
     "accepted": ("Accepted draft token", "the draft proposed it, the target agreed"),
     "rejected": ("Rejected draft token", "struck through where the draft proposed it"),
     "unchecked": ("Discarded unchecked", "proposed after a rejection, never evaluated"),
-    "resampled": ("Correction", "drawn by the target after a rejection"),
+    "resampled": ("Resampled", "drawn by the target after a rejection (greedy: its argmax there)"),
     "bonus": ("Bonus token", "drawn by the target after all K were accepted"),
     "target": ("Target-only token", "plain decoding, one target forward per token"),
 }

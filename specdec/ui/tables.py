@@ -66,7 +66,7 @@ def trace_dataframe(events) -> pd.DataFrame:
 DEFINITIONS = {
     "acceptance_rate": "accepted drafted tokens / drafted tokens (unchecked tokens after a rejection count as drafted)",
     "alpha": "α = accepted / evaluated drafted tokens (the acceptance probability in the theory)",
-    "tokens_per_target_forward": "emitted tokens / target decode forwards, bonus and correction included",
+    "tokens_per_target_forward": "emitted tokens / target decode forwards, bonus and resampled tokens included",
     "speedup": "median over timed pairs of (speculative tokens/s) / (target-only tokens/s); "
                "interval: distribution-free 95% interval for that median (order statistics)",
 }

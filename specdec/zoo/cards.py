@@ -100,7 +100,7 @@ def card_text(name: str, meta: dict, m: dict) -> str:
              f"Target in {m['target_dtype']} (runner: {m.get('runner', 'static')}), {m['machine']}; {len(m['prompts']['chat'])} held-out prompts per kind "
              f"(topics, tasks and passages never used in training), {NEW_TOKENS} new tokens, chat template. Speedup = tokens/s "
              "with this drafter over tokens/s of the target alone on the same prompt and settings (median over "
-             "prompts; the target-only rate is the mean of greedy runs before and after the drafters' runs on that prompt). Tokens per target forward include the bonus/correction token (plain decoding = 1.00). c = "
+             "prompts; the target-only rate is the mean of greedy runs before and after the drafters' runs on that prompt). Tokens per target forward include the bonus/resampled token (plain decoding = 1.00). c = "
              f"draft time per drafted token / target time per verification forward. {_conditions(m['load_average'])}", "",
              "| setting | prompt kind | acceptance | tokens / target forward | c | speedup |",
              "|---|---|---|---|---|---|"]

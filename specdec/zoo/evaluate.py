@@ -6,7 +6,7 @@ setting (K = 4 greedy, K = 4 at T = 0.7), every drafter generates through the en
 
 Figures per drafter and kind:
   acceptance          accepted drafted tokens / drafted tokens
-  tokens_per_forward  emitted tokens / target decode forwards (bonus and correction included; plain = 1.00)
+  tokens_per_forward  emitted tokens / target decode forwards (bonus and resampled tokens included; plain = 1.00)
   c                   draft time per drafted token / target time per verification forward (medians of
                       per-step times; for Medusa all K tokens come from one call, divided by K)
   speedup             (new tokens / wall time) with the drafter over the target alone's, median over
