@@ -229,7 +229,7 @@ def load_model(
         torch_dtype = resolve_dtype(dtype, torch_device, source)
     key = (source, str(torch_device), torch_dtype, trust_remote_code)
     MODELS.budget = cache_budget(torch_device)
-    estimate = weight_bytes(source, torch_dtype)
+    estimate = folder_weight_bytes(source, torch_dtype)
     loaded = MODELS.get_or_load(
         key, lambda: _load_uncached(name, source, is_local, torch_device, torch_dtype, trust_remote_code, progress),
         size=lambda loaded: loaded.memory_bytes, estimate=estimate,
@@ -241,7 +241,7 @@ def load_model(
     return loaded
 
 
-def weight_bytes(source: str, dtype: torch.dtype) -> Optional[int]:
+def folder_weight_bytes(source: str, dtype: torch.dtype) -> Optional[int]:
     """The weights' size in memory at `dtype`, from the safetensors headers of a local folder or of a
     hub id already in the local cache; None when unknown (a hub id not downloaded yet: see
     _check_hub_size) or unreadable (the loader then says what is wrong)."""

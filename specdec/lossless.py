@@ -201,7 +201,7 @@ def check_sampling(target, drafter, prompt_ids: list[int], settings: DecodeSetti
         done += n
         yield Progress("draws", done, draws)
     notes += note_drafts(first)
-    return summarize(first, law, choice, settings, spec, alone, done, draws, notes, time.perf_counter() - started)
+    return exactness_report(first, law, choice, settings, spec, alone, done, draws, notes, time.perf_counter() - started)
 
 
 def as_progress(stage: str, steps):
@@ -242,7 +242,7 @@ def note_drafts(first: FirstTokens) -> list[str]:
     return notes
 
 
-def summarize(first: FirstTokens, law: TargetLaw, choice, settings: DecodeSettings, spec: Tally, alone: Tally,
+def exactness_report(first: FirstTokens, law: TargetLaw, choice, settings: DecodeSettings, spec: Tally, alone: Tally,
               done: int, requested: int, notes: list[str], seconds: float) -> SamplingCheck:
     cells = first.cells
     outcomes = list(cells) + [OTHER]

@@ -121,13 +121,13 @@ def test_load_model_refuses_a_model_over_the_configured_budget_before_loading(fo
 
 def test_load_model_estimates_a_folder_from_its_safetensors_headers(folder):
     params = sum(p.numel() for p in build_model(tiny_config("llama"), seed=0).parameters())
-    assert loading.weight_bytes(folder, loading.DTYPES["float32"]) == 4 * params
+    assert loading.folder_weight_bytes(folder, loading.DTYPES["float32"]) == 4 * params
 
 
 def test_a_damaged_header_is_never_read_as_a_length(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     (tmp_path / "model.safetensors").write_bytes((10**15).to_bytes(8, "little") + b"{}")
-    assert loading.weight_bytes(str(tmp_path), loading.DTYPES["float32"]) is None
+    assert loading.folder_weight_bytes(str(tmp_path), loading.DTYPES["float32"]) is None
 
 
 def test_a_run_that_would_not_fit_is_refused_before_its_cache_is_allocated(folder, monkeypatch):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from specdec.zoo import EAGLE, EAGLE_TREE, TREES
-from specdec.zoo.cards import render_cards
+from specdec.zoo.cards import write_model_cards
 
 FIGURES = {"prompts": 2, "acceptance": 0.5, "tokens_per_forward": 2.6, "c": 0.2, "speedup": 0.4,
            "tokens_per_s": 9.0, "baseline_tokens_per_s": 22.0, "rows": []}
@@ -24,14 +24,14 @@ def eagle_folder(tmp_path):
 
 
 def test_a_tree_drafts_card_is_written_to_its_own_folder(tmp_path):
-    render_cards(eagle_folder(tmp_path), measurement(EAGLE_TREE, ("greedy", "T0.7")), log=lambda s: None)
+    write_model_cards(eagle_folder(tmp_path), measurement(EAGLE_TREE, ("greedy", "T0.7")), log=lambda s: None)
     card = (tmp_path / EAGLE_TREE / "README.md").read_text()
     assert "| K=4 greedy | chat prose | 0.50 | 2.60 |" in card and "| K=4, T=0.7 | chat prose |" in card
     assert json.loads((tmp_path / EAGLE_TREE / "card.json").read_text())["figures"].keys() == {"greedy", "T0.7"}
 
 
 def test_a_tree_drafts_card_names_the_eagle_heads_weights_and_its_node_count(tmp_path):
-    render_cards(eagle_folder(tmp_path), measurement(EAGLE_TREE, ("greedy", "T0.7")), log=lambda s: None)
+    write_model_cards(eagle_folder(tmp_path), measurement(EAGLE_TREE, ("greedy", "T0.7")), log=lambda s: None)
     card = (tmp_path / EAGLE_TREE / "README.md").read_text()
     assert f"The weights and the recipe below are `{EAGLE}`'s" in card
     assert f"only the weights in ../{EAGLE}/ are new" in card

@@ -196,7 +196,7 @@ def sweep_update(rows) -> dict:
             "sweep_best": best_summary(rows), "theory_fit": theory_fit_html(rows)}
 
 
-def theory_note(draft: str, temperature: float, members) -> str:
+def group_theory_note(draft: str, temperature: float, members) -> str:
     """Says so where the theory is not drawn: the drafter proposed fewer than K tokens in many steps."""
     shares = [r.proposal_share for r in members if not theory_applies(r) and r.proposal_share is not None]
     if not shares:
@@ -249,7 +249,7 @@ def best_summary(rows) -> str:
             theory = (f"; the textbook form's best K={best.theory_best_k} (α={best.alpha:.2f}, c={best.c_pooled:.2f})"
                       if best.theory_best_k else "")
             lines.append(f"{d} at T={t:g}: best measured K={best.k} ({_measured(best)}){theory}.")
-    notes = [theory_note(d, t, members) for d, s, t, members in _groups(rows) if s == CONSTANT]
+    notes = [group_theory_note(d, t, members) for d, s, t, members in _groups(rows) if s == CONSTANT]
     fits = " ".join(filter(None, [fit_summary(rows), *notes]))
     return (render_key_result(" ".join(lines + schedule_lines(rows)))
             + (render_status(f"Theory vs measured: {fits}") if fits else ""))

@@ -57,7 +57,7 @@ class TourState:
 
 # --- what a run showed, and whether it is the exercise's run --------------------------------------------
 
-def observe(view: RunView) -> Observation:
+def observation_of(view: RunView) -> Observation:
     stats = result_stats(view.result)
     estimate = view.estimate if view.estimate is not None and view.estimate.ratio is not None else None
     return Observation(stats.acceptance_rate, measured_alpha(view.events), stats.tokens_per_forward,
@@ -103,7 +103,7 @@ def remember_run(tour: TourState, session: Session) -> None:
     if exercise is None or exercise.evidence != "run" or view is None or view.result is None:
         return
     if not mismatches(exercise, view):
-        tour.observations[exercise.key] = observe(view)
+        tour.observations[exercise.key] = observation_of(view)
 
 
 # --- the answer: the learner's figures, then the explanation --------------------------------------------
@@ -114,7 +114,7 @@ def run_evidence(exercise: Exercise, session: Session, tour: TourState) -> str:
         return ("**You have not run anything yet.** Press **Run** in the Generate tab, then reveal again: the answer "
                 "starts with your own figures.")
     lines = [f"**Your last run** (draft {view.result.draft_name}, K = {view.result.settings.k}, "
-             f"T = {view.result.settings.temperature:g}): {describe_observation(observe(view))}."]
+             f"T = {view.result.settings.temperature:g}): {describe_observation(observation_of(view))}."]
     differences = mismatches(exercise, view)
     if differences:
         lines.append(f"*That is not this exercise's run ({'; '.join(differences)}): the figures are that run's. "

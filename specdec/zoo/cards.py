@@ -144,11 +144,11 @@ def card_text(name: str, meta: dict, m: dict) -> str:
 def write_cards(out: Path, prompts_per_kind: int = 2, log=print) -> dict:
     out = Path(out)
     m = measure_all(out, prompts_per_kind, log=log)
-    render_cards(out, m, log=log)
+    write_model_cards(out, m, log=log)
     return m
 
 
-def render_cards(out: Path, m: dict, log=print) -> None:
+def write_model_cards(out: Path, m: dict, log=print) -> None:
     """README.md and card.json of every measured drafter from the measurement `m` and its zoo.json (a tree
     draft's: the EAGLE head's)."""
     from . import BY_NAME, EAGLE, TREES
