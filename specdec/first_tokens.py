@@ -15,8 +15,8 @@ by the exact law (TargetLaw), the target-alone draws and every verification step
 exact arithmetic a row does not depend on how many tokens its forward carried; in floating point
 it may in the last bits (the greedy check is where that shows).
 
-Compact rows. One draw over the full vocabulary costs about 2 ms here (torch.multinomial over
-49,152 entries); the test needs tens of thousands. So the verifier gets each row over a merged
+Compact rows. One draw over the full vocabulary is a torch.multinomial over all of it (49,152 entries for
+SmolLM2), and the test needs tens of thousands. So the verifier gets each row over a merged
 vocabulary: every token the test counts separately and every drafted token keep their own entry;
 the others become two entries, the tokens where p >= q and those where p < q. That is exact for the
 rule: acceptance reads p and q of the drafted token only, and inside each merged entry

@@ -9,9 +9,9 @@ new tokens after the prefill attends row by row, each token over exactly the key
 would give it: SDPA's result for a query row depends on how many query rows share the call (in bfloat16,
 prompt lookup's greedy output on SmolLM2 left the target's at its 17th token), so verification would
 otherwise not score a token as target-only decoding does. On a CPU, attention runs in float32 over a float32
-KV cache whatever the weights' dtype (attention_dtype): torch's CPU SDPA kernel takes ~250 us a call in
-bfloat16 at SmolLM2's decode shapes against ~30 us in float32, which made row-by-row verification cost more
-than the layers' weights. Models it does not fit use HFEagerRunner."""
+KV cache whatever the weights' dtype (attention_dtype): torch's CPU SDPA kernel is several times slower in
+bfloat16 at decode shapes, which made row-by-row verification cost more than the layers' weights (measured in
+docs/engine.md, "CPU"). Models it does not fit use HFEagerRunner."""
 from __future__ import annotations
 
 from typing import NamedTuple
