@@ -171,7 +171,9 @@ def test_a_tiny_sweep_marks_the_best_k_prominently_on_an_integer_k_axis(page):
     sweep_settings(page, "1-3", "0", 16)
     page.locator("#sweep-btn").click()
     expect(page.locator("#sweep-status")).to_contain_text("Sweep finished: 3 of 3 points measured.")
-    expect(page.locator("#sweep-best .key-result")).to_contain_text("best measured K=")
+    # Named either way: "best measured K=2 (…)", or where every K measured slower than target-only on this machine
+    # (prompt lookup on prose can be), "slower here: … (best K=1: …)": the best K is named in both.
+    expect(page.locator("#sweep-best .key-result")).to_contain_text(re.compile(r"best (measured )?K=\d"))
     assert float(page.locator("#sweep-best .key-result").evaluate("e => getComputedStyle(e).fontSize")[:-2]) >= 16
     plot = page.locator("#sweep-speedup .js-plotly-plot")
     expect(plot).to_be_visible()
