@@ -81,15 +81,17 @@ def main() -> None:
             inside = sum(1 for c in calls if c["low"] is not None and c["low"] <= race <= c["high"])
             spread = max(ratios) / min(ratios)
             print(f"\n{name}  ({time.perf_counter() - started:.0f} s)")
-            for c in calls:
-                print(f"  generate: {c['description']}  [{c['verdict']}]")
+            for c in calls:  # both sides' medians show which one moved between calls
+                print(f"  generate: {c['description']}  [{c['verdict']}]  speculative {c['lead_tokens_per_s']:.1f} "
+                      f"tok/s, target-only {c['follow_tokens_per_s']:.1f} tok/s")
             race_interval = f", 95% interval {race_low:.2f}–{race_high:.2f}" if race_low else ""
             print(f"  race:     {race:.2f}×{race_interval}; inside {inside} of {len(calls)} Generate intervals")
             print(f"  max/min over {len(calls)} Generate calls: {spread:.3f}")
             summary.append({"configuration": name, "ratios": ratios, "max_over_min": spread, "race": race,
                             "race_inside_generate_intervals": inside,
                             "intervals": [(c["low"], c["high"]) for c in calls],
-                            "repeats": [c["repeats"] for c in calls]})
+                            "repeats": [c["repeats"] for c in calls],
+                            "tokens_per_s": [(c["lead_tokens_per_s"], c["follow_tokens_per_s"]) for c in calls]})
     print(json.dumps({"load_average": os.getloadavg(), "configurations": summary}))
 
 
