@@ -9,29 +9,28 @@ import torch
 
 from .events import PEAK_CPU, PEAK_CUDA, MemoryReport, RunMetrics, StepEvent
 from .memory import format_bytes, kv_bytes_per_position
-from .theory import measured_alpha
+from .theory import RunStats, measured_alpha
 
 
 def summarize(events: list[StepEvent], wall_time_s: float, target_runner, drafter, memory) -> RunMetrics:
     """drafter: anything with forward_calls and forward_time_s (a Drafter), or None."""
-    new_tokens = sum(len(e.emitted_ids) for e in events)
-    drafted = sum(e.k for e in events)
-    accepted = sum(e.num_accepted for e in events)
     forward_time = sum(r.forward_time_s for r in (target_runner, drafter) if r is not None)
-    target_forwards = target_runner.forward_calls if target_runner is not None else 0
+    stats = RunStats(new_tokens=sum(len(e.emitted_ids) for e in events),
+                     target_forwards=target_runner.forward_calls if target_runner is not None else 0,
+                     drafted=sum(e.k for e in events), accepted=sum(e.num_accepted for e in events), engine_s=wall_time_s)
     return RunMetrics(
-        new_tokens=new_tokens,
+        new_tokens=stats.new_tokens,
         steps=len(events),
-        drafted_tokens=drafted,
-        accepted_tokens=accepted,
-        acceptance_rate=accepted / drafted if drafted else None,
+        drafted_tokens=stats.drafted,
+        accepted_tokens=stats.accepted,
+        acceptance_rate=stats.acceptance_rate,
         alpha=measured_alpha(events),
-        mean_tokens_per_target_forward=new_tokens / target_forwards if target_forwards else 0.0,
+        mean_tokens_per_target_forward=stats.tokens_per_forward or 0.0,
         acceptance_by_position=acceptance_by_position(events),
-        target_forwards=target_forwards,
+        target_forwards=stats.target_forwards,
         draft_forwards=drafter.forward_calls if drafter is not None else 0,
         wall_time_s=wall_time_s,
-        tokens_per_s=new_tokens / wall_time_s if wall_time_s > 0 else 0.0,
+        tokens_per_s=stats.tokens_per_s or 0.0,
         draft_time_s=sum(e.draft_time_s for e in events),
         verify_time_s=sum(e.verify_time_s for e in events),
         other_time_s=sum(e.other_time_s for e in events),

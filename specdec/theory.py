@@ -69,8 +69,7 @@ def measured_alpha(events) -> float | None:
 
 def acceptance_rate(events) -> float | None:
     """Accepted / drafted tokens (unchecked positions after a rejection count as drafted)."""
-    drafted = sum(len(e.drafted) for e in events)
-    return sum(e.num_accepted for e in events) / drafted if drafted else None
+    return compute_stats(events).acceptance_rate
 
 
 def draft_forward_s(events) -> float | None:
@@ -186,7 +185,8 @@ def relative_errors(predicted, measured) -> list[float]:
 
 @dataclass(frozen=True)
 class RunStats:
-    """The headline figures of a run, so far (from events) or final (from the engine's RunMetrics)."""
+    """The headline figures of a run, so far (from events) or final (from the engine's RunMetrics): the one place
+    acceptance rate, tokens per target forward and tokens/s are computed (metrics.summarize stores them)."""
 
     new_tokens: int
     target_forwards: int
