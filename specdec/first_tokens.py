@@ -6,7 +6,10 @@ FirstTokens builds that step once per prefix (the prompt; prompt + first token w
 is needed after a rejection) from a Generation's own pieces (its drafter, warpers, K schedule,
 generator and verifier; decoding.prefill and decoding.cut_at_stop), then runs the verifier with
 fresh random numbers for every draw. A drafter whose q rows are one-hot (prompt lookup) proposes
-the same tokens every time, so it proposes once per prefix; any other proposes afresh every draw.
+the same tokens every time, so it proposes once per prefix. Where a step drafts one token (one studied
+token, or one left to study), its row q depends on the context alone and the drafted token is a draw from
+it (the drafter protocol: d ~ q), so the row is computed once per prefix and each draw samples it afresh;
+a step drafting more tokens proposes afresh every draw (each later row depends on the earlier draws).
 
 What is not computed, because it cannot change the studied tokens: drafts after the n-th (a step
 drafts at most as many tokens as are still studied) and the bonus row when the bonus position is
@@ -157,6 +160,7 @@ class FirstTokens:
         self.cells: dict = {}
         self.cache: dict[tuple, torch.Tensor] = {}  # context after the prompt -> the target's warped row [V]
         self.fixed: dict[tuple, Proposal] = {}  # prefix -> the proposal, when the drafter's is the same every time
+        self.single_rows: dict[tuple, torch.Tensor] = {}  # prefix -> q [1, V] of a one-token draft, drawn from afresh
         self.steps: dict[tuple, CompactStep] = {}  # (prefix, drafts) -> its compact step
 
     # --- the target's rows -----------------------------------------------------------------------
@@ -208,11 +212,16 @@ class FirstTokens:
         k = self.draft_count(prefix)
         if k == 0:
             return self.fixed.setdefault(prefix, Proposal())
+        if prefix in self.single_rows:  # one draft: its row q [1, V] depends on the context alone, and d ~ q
+            q = self.single_rows[prefix]
+            return Proposal([int(torch.multinomial(q[0], 1, generator=self.gen.generator))], q)
         self.rewind_drafter(prefix)
         made = self.gen.drafter.propose(self.seq + list(prefix), k, self.gen.context)
         proposal = Proposal(made.ids[:k], made.q[:k] if made.ids else None)
         if not proposal.ids or bool((proposal.q.max(dim=-1).values == 1).all()):
             self.fixed[prefix] = proposal  # one-hot q: each drafted token is the only one it can be
+        elif k == 1:
+            self.single_rows[prefix] = proposal.q
         return proposal
 
     def step(self, prefix: tuple) -> CompactStep:

@@ -13,6 +13,7 @@ import torch
 
 from specdec import DecodeSettings, Generation
 from specdec.drafters.prompt_lookup import PromptLookupDrafter
+from specdec.drafters.registry import as_drafter
 from specdec.errors import InvalidSettingsError
 from specdec.first_tokens import FirstTokens, compact_rows
 from specdec.lossless import CHUNK, check_sampling, compare_greedy
@@ -31,6 +32,9 @@ BROKEN = [name for name in CHOICES if name != REAL]
 
 def drafter(name: str):
     return DRAFT if name == "draft model" else PromptLookupDrafter(VOCAB, torch.device("cpu"))
+
+
+DRAFT_DRAFTER = as_drafter(TARGET, DRAFT)  # the draft-model drafter, so a test can count its proposals
 
 
 def finish(steps):
@@ -116,6 +120,15 @@ def test_a_drafter_that_proposes_nothing_is_said_to_leave_nothing_to_verify():
 def test_a_sampling_drafter_proposes_afresh_every_draw_and_says_so():
     check = finish(check_sampling(TARGET, drafter("draft model"), PROMPTS["draft model"], SETTINGS, draws=CHUNK))
     assert check.drafted is None and any("afresh for every draw" in n for n in check.notes)
+
+
+def test_a_one_token_draft_is_proposed_once_per_prefix_and_drawn_afresh_from_its_row(monkeypatch):
+    calls = []
+    real_propose = DRAFT_DRAFTER.propose
+    monkeypatch.setattr(DRAFT_DRAFTER, "propose", lambda *args: calls.append(1) or real_propose(*args))
+    check = finish(check_sampling(TARGET, DRAFT_DRAFTER, PROMPTS["draft model"], SETTINGS,
+                                  draws=DRAWS["draft model"], tokens=1))
+    assert len(calls) == 1 and check.passed and check.draws == DRAWS["draft model"]
 
 
 def test_a_greedy_only_drafter_is_refused_a_sampling_check_with_the_reason():
