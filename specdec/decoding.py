@@ -20,7 +20,7 @@ from .loading import LoadedModel
 from .metrics import measure_memory, start_memory_probe, summarize
 from .prompting import check_context
 from .sampling import build_warpers, probabilities, validate
-from .schedules import make_schedule
+from .schedules import KSchedule, make_schedule
 from .trace import build_event, final_token, top_tokens
 from .threads import threads_for_step
 from .tree import greedy_path, shown_nodes
@@ -34,6 +34,9 @@ class Generation:
     Drafter proposes tokens; a LoadedModel is the draft-model drafter (same tokenizer).
     ignore_eos: run on past end-of-text tokens (timing baselines that must match another run's length);
     `eos_ids`, the ids that end the run, is public and may also be emptied before the first step.
+    A drafter with a `plan(prompt_ids, settings)` (the `auto` drafter, drafters/auto.py) is asked for an
+    auto_choice.AutoChoice first and replaced by the drafter it chose, run under the auto schedule from the
+    choice's prior (`choice`). schedule: a KSchedule to use instead of settings.k_schedule's (probes, tests).
     """
 
     def __init__(
@@ -47,10 +50,16 @@ class Generation:
         sampled_verifier: SampledVerifier = verify_sampled,
         top_n: int = 5,
         ignore_eos: bool = False,
+        schedule: Optional[KSchedule] = None,
     ):
         validate(settings)
         self.target, self.settings = target, settings
         self.drafter: Optional[Drafter] = as_drafter(target, draft)
+        self.draft_label = self.drafter.name if self.drafter is not None else None
+        self.choice, prior, schedule_name = None, None, settings.k_schedule
+        if hasattr(self.drafter, "plan"):
+            self.choice, self.drafter, prior = self.drafter.plan(prompt_ids, settings)
+            schedule_name = "auto"
         self.sampling = settings.mode == "sampling"
         if self.drafter is not None and self.drafter.greedy_only and self.sampling:
             raise InvalidSettingsError(
@@ -64,7 +73,7 @@ class Generation:
         self.verify_sampled = sampled_verifier
         self.top_n = top_n
         self.eos_ids = () if ignore_eos else target.eos_token_ids
-        self.schedule = make_schedule(settings.k_schedule, settings.k)
+        self.schedule = schedule or make_schedule(schedule_name, settings.k, prior)
         # a tree drafter drafts trees (tree.py); sampled trees need the real multi-candidate verifier, so a run
         # with another verifier (verifier_faults.py) chains
         self.drafts_tree = getattr(self.drafter, "tree_shape", None) is not None and (
@@ -107,7 +116,8 @@ class Generation:
             metrics=metrics,
             settings=self.settings,
             target_name=self.target.name,
-            draft_name=self.drafter.name if self.drafter is not None else None,
+            draft_name=self.draft_label,
+            auto=self.choice.to_dict() if self.choice is not None else None,
         )
 
     # -- the loop ---------------------------------------------------------------------------
@@ -130,6 +140,7 @@ class Generation:
             with threads_for_step(self.target.device):  # not across the yield below
                 event = self._step(len(self.events), k, seq, target, remaining)
             event.k_planned = planned
+            record_decision(event, self.schedule.decision)
             self.events.append(event)
             self.token_ids += event.emitted_ids
             seq += event.emitted_ids
@@ -172,8 +183,9 @@ class Generation:
             stop_reason=stop_reason, top_n=self.top_n,
         )
         event.tree = tree
+        bookkeeping = time.perf_counter() - t2  # the step's target side, as theory.py's v(K) counts it
         self.schedule.update(len(draft_ids), min(verdict.num_accepted + 1, len(draft_ids)), verdict.num_accepted,
-                             t1 - t0, t2 - t1)
+                             t1 - t0, t2 - t1 + bookkeeping)
         event.other_time_s = time.perf_counter() - t2
         return event
 
@@ -218,6 +230,12 @@ class Generation:
         p = probabilities(logits, self.warpers)
         ids = torch.tensor(draft_ids, dtype=torch.long, device=logits.device)
         return self.verify_sampled(ids, p, q, self.generator), p, q
+
+
+def record_decision(event: StepEvent, decision) -> None:
+    """The auto schedule's decision for this step (schedules.Decision) as the event's plain fields."""
+    if decision is not None:
+        event.decision, event.decision_why, event.predicted_speedup = decision.kind, decision.why, decision.predicted
 
 
 def prefill(target, drafter: Optional[Drafter], seq: list[int], max_length: int) -> None:

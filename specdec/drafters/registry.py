@@ -90,6 +90,6 @@ def _import_builtins() -> None:
     if _builtins_imported:
         return
     _builtins_imported = True
-    from . import prompt_lookup  # noqa: F401
+    from . import auto, prompt_lookup  # noqa: F401
     if importlib.util.find_spec(f"{__package__.rsplit('.', 1)[0]}.zoo") is not None:
         from .. import zoo  # noqa: F401  (the trained SmolLM2 drafters)
