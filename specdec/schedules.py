@@ -143,6 +143,7 @@ class AutoSchedule(OptimalSchedule):
     """optimal, plus speculation switched off while it is predicted not to pay (module docstring)."""
 
     name = "auto"
+    probe_every = PROBE_EVERY
 
     def __init__(self, k_max: int, prior: Optional[CostPrior] = None):
         super().__init__(k_max)
@@ -200,7 +201,7 @@ class AutoSchedule(OptimalSchedule):
         figures = self.figures(k, predicted)
         if self.on:
             return self._decide(k, "speculate", predicted, figures)
-        if self.plain_run >= PROBE_EVERY:
+        if self.plain_run >= self.probe_every:
             return self._decide(1 if not self.prior.tree else k, "probe", predicted,
                                 f"probe after {self.plain_run} plain steps; {figures}")
         return self._decide(0, "off", predicted, f"{figures} (off below {OFF_BELOW}, on above {ON_ABOVE})")
