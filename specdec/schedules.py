@@ -32,6 +32,12 @@ from .theory import expected_tokens_per_forward
 SCHEDULES = ("constant", "heuristic", "confidence", "optimal", "auto")
 CONFIDENCE_THRESHOLD = 0.4  # transformers' default assistant_confidence_threshold
 ALPHA_PRIOR = (7.0, 3.0)  # optimal: Beta prior on alpha (accepted, rejected pseudo-counts) before evidence
+OFF_BELOW = 0.98  # auto: speculation goes off when the best predicted speedup falls below this
+ON_ABOVE = 1.05  # ... and back on when it rises above this (between the two it keeps its state)
+PROBE_EVERY = 16  # auto, while off: one K = 1 step after this many plain steps
+PRIOR_STRENGTH = 3.0  # auto: the prior alpha counts as this many evaluated drafts (alpha varies a lot by prompt:
+# a French poem gets 0.0 from drafters whose English chat figure is 0.5, so the run's own evidence must win fast)
+ALPHA_WINDOW = 64  # auto: the running alpha's evidence is the last this many evaluated drafts
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,7 @@ class CostPrior:
     alpha: float
     c: dict = field(default_factory=dict)
     v: dict = field(default_factory=dict)
-    strength: float = 10.0
+    strength: float = PRIOR_STRENGTH
     tree: bool = False
 
 
@@ -131,12 +137,6 @@ class OptimalSchedule(KSchedule):
         self.rejected += evaluated - accepted
         self.draft_times.append(draft_time_s / drafted)
         self.verify_times.setdefault(drafted, []).append(verify_time_s)
-
-
-OFF_BELOW = 0.97  # auto: speculation goes off when the best predicted speedup falls below this
-ON_ABOVE = 1.03  # ... and back on when it rises above this (between the two it keeps its state)
-PROBE_EVERY = 12  # auto, while off: one K = 1 step after this many plain steps
-ALPHA_WINDOW = 64  # auto: the running alpha's evidence is the last this many evaluated drafts
 
 
 class AutoSchedule(OptimalSchedule):

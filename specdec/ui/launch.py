@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from specdec import fetch, loading, presets
+from specdec.auto_choice import AUTO
 from specdec.errors import SpecDecError
 from specdec.limits import configure, describe
 from specdec.measurement import INTERACTIVE
@@ -87,10 +88,11 @@ class PreloadState:
 PRELOAD = PreloadState()
 
 
-def warm_up(lab: Lab, target: str = presets.DEFAULT_TARGET, draft: str = presets.DEFAULT_DRAFT,
+def warm_up(lab: Lab, target: str = presets.DEFAULT_TARGET, draft: str = AUTO,
             state: PreloadState = PRELOAD, ensure: Callable = fetch.ensure_model) -> None:
     """Fetches PRELOAD_FETCH, then loads the pair into the shared (read-only) model cache and runs a few
-    tokens. If a model of the pair cannot be had, warms up the bundled family instead and records why.
+    tokens (the app's default draft, `auto`: its first run on a machine measures every candidate's costs,
+    auto_costs.py). If a model of the pair cannot be had, warms up the bundled family instead and records why.
     Never raises: the app keeps serving, and a later run shows its own error."""
     try:
         reason = fetch_first(state, (target, draft), ensure)
