@@ -5,7 +5,7 @@ interval), on held-out chat prompts and on a prompt where every drafter loses.
 The contestants take turns pair by pair (round robin), so that load from other processes hits them alike; each
 contestant's own pairs alternate which side runs first. Prints one line per (prompt, contestant) and the JSON.
 
-    python scripts/measure_auto.py [--pairs 8] [--tokens 64]
+    python scripts/measure_auto.py [--pairs 6] [--tokens 64]
 """
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ PROMPTS = {
     "chat: lighthouses": "What should everyone know about lighthouses?",
     "losing: French poem": "Écris un court poème sur la mer, en français.",
 }
-FIXED = [("smollm2-135m-eagle", 1), ("smollm2-135m-eagle", 2), ("smollm2-135m-eagle", 4), ("smollm2-135m-draft", 1),
-         ("smollm2-135m-draft", 2), ("smollm2-135m-medusa", 1), ("smollm2-135m-eagle-tree", 4)]
+# the fixed pairs that led on this machine (docs/benchmarks.md: a first round with eagle K=4, draft K=2 and the 8-node
+# tree as well had them behind)
+FIXED = [("smollm2-135m-eagle", 1), ("smollm2-135m-eagle", 2), ("smollm2-135m-draft", 1), ("smollm2-135m-medusa", 1)]
 
 
 def contestants(target, tokens: int):
@@ -68,7 +69,7 @@ def auto_summary(target, ids, drafter, tokens: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=8)
+    parser.add_argument("--pairs", type=int, default=6)
     parser.add_argument("--tokens", type=int, default=64)
     args = parser.parse_args()
     started = time.perf_counter()

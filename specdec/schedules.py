@@ -11,7 +11,8 @@ token is still drawn from the target's distribution given the tokens before it.
               from running estimates of alpha (accepted / evaluated) and of the measured draft and
               verification times of this run
   auto        optimal's choice of K, and speculation switched off (plain target steps, K = 0) while the best
-              predicted speedup E / (K c + v(K)) is below OFF_BELOW, back on above ON_ABOVE (hysteresis);
+              predicted speedup E / (K c + v(K)) is below OFF_BELOW (once MIN_EVIDENCE drafts were evaluated),
+              back on above ON_ABOVE (hysteresis);
               while off, one probe step at K = 1 every PROBE_EVERY plain steps keeps alpha measured. Its prior:
               a CostPrior (auto_choice.py: alpha from the drafter's model card, c and v(K) from this machine's
               cached probe); alpha then follows the run's last ALPHA_WINDOW evaluated drafts. Each step's
@@ -38,6 +39,8 @@ PROBE_EVERY = 16  # auto, while off: one K = 1 step after this many plain steps
 PRIOR_STRENGTH = 3.0  # auto: the prior alpha counts as this many evaluated drafts (alpha varies a lot by prompt:
 # a French poem gets 0.0 from drafters whose English chat figure is 0.5, so the run's own evidence must win fast)
 ALPHA_WINDOW = 64  # auto: the running alpha's evidence is the last this many evaluated drafts
+MIN_EVIDENCE = 8  # auto: speculation that is on goes off only once the run has evaluated this many drafts (a few
+# early rejections are common where speculation pays: 0.65^4 = 0.18 at alpha 0.35)
 
 
 @dataclass(frozen=True)
@@ -194,7 +197,7 @@ class AutoSchedule(OptimalSchedule):
         if predicted is None:
             return self._decide(k if self.plain_times else 0, "speculate" if self.plain_times else "off", None,
                                 "measuring: no cost figures yet" + ("" if self.plain_times else ", timing a plain step first"))
-        if self.on and predicted < OFF_BELOW:
+        if self.on and predicted < OFF_BELOW and len(self.recent) >= MIN_EVIDENCE:
             self.on = False
         elif not self.on and predicted > ON_ABOVE:
             self.on = True

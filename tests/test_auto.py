@@ -9,7 +9,7 @@ from specdec import auto_costs
 from specdec.auto_choice import (AUTO, DrafterCosts, alpha_from_tokens, card_alpha, choose, prompt_kind, rank)
 from specdec.cli import main
 from specdec.drafters.auto import AutoDrafter
-from specdec.schedules import OFF_BELOW, ON_ABOVE, AutoSchedule, CostPrior
+from specdec.schedules import MIN_EVIDENCE, OFF_BELOW, ON_ABOVE, AutoSchedule, CostPrior
 from specdec.theory import expected_tokens_per_forward, theoretical_speedup
 
 FLAT_V = {k: 1.0 + 0.1 * k for k in range(1, 9)}
@@ -117,6 +117,12 @@ def test_auto_schedule_goes_off_once_the_runs_own_alpha_says_speculation_is_slow
     feed(schedule, 40, accepted_each=0)
     assert schedule.next_k() == 0 and schedule.decision.kind == "off"
     assert schedule.decision.predicted < OFF_BELOW
+
+
+def test_auto_schedule_stays_on_through_a_few_early_rejections():
+    schedule = AutoSchedule(4, prior(0.5))
+    feed(schedule, MIN_EVIDENCE - 1, accepted_each=0)  # each step evaluates one draft, rejected
+    assert schedule.next_k() > 0 and schedule.decision.kind == "speculate"
 
 
 def test_auto_schedule_probes_at_k1_while_off_and_comes_back_when_alpha_recovers():
