@@ -5,7 +5,8 @@ Measured, not guessed:
            prompts at K = CARD_K, greedy and T = 0.7): the card's tokens per target forward E inverted through
            E = (1 - alpha^(K+1)) / (1 - alpha) (greedy acceptance does not depend on the machine; a tree's
            figure is the alpha of its accepted path, so E(alpha, depth) is its tokens per step)
-  c, v(K)  per drafter on this machine: a short probe of real engine steps (auto_costs.py), cached
+  c, v(K)  per drafter on this machine: a short probe of real engine steps (auto_costs.py), cached; the chain
+           drafters' v(K), the same target-side work for each, pooled (pool_target_side)
 The prompt kind ("chat", "code" or "rewrite", the cards' kinds) is read from the prompt's text (prompt_kind).
 
 The choice (choose): for every candidate and K, theory.theoretical_speedup(alpha, K, c(K), v(K)) =
@@ -18,7 +19,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+import statistics
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -145,6 +147,18 @@ class AutoChoice:
         return {"drafter": self.drafter, "k": self.best.k if self.best else None, "speculate": self.speculate,
                 "predicted_speedup": self.best.predicted if self.best else None, "prompt_kind": self.kind,
                 "mode": self.mode, "why": self.why, "ranking": [asdict(c) for c in self.ranking]}
+
+
+def pool_target_side(costs: dict) -> dict:
+    """The chain candidates' v(K) replaced by their median per K: a chain step's target side (verifying K + 1
+    tokens and the bookkeeping) is the same work whichever drafter proposed the tokens, so what tells their probes
+    apart there is load from other processes; pooled, the choice between drafters rests on alpha and c. Trees keep
+    their own (a tree's verification scores its nodes)."""
+    chains = [cost for cost in costs.values() if not cost.tree]
+    ks = {k for cost in chains for k in cost.v}
+    pooled = {k: statistics.median(cost.v[k] for cost in chains if k in cost.v) for k in ks}
+    return {name: cost if cost.tree else replace(cost, v={k: pooled[k] for k in cost.v})
+            for name, cost in costs.items()}
 
 
 def rank(costs: dict, alphas: dict, k_max: int) -> list[Candidate]:

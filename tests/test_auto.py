@@ -6,7 +6,8 @@ import pytest
 
 from specdec import DecodeSettings, generate, load_model
 from specdec import auto_costs
-from specdec.auto_choice import (AUTO, DrafterCosts, alpha_from_tokens, card_alpha, choose, prompt_kind, rank)
+from specdec.auto_choice import (AUTO, DrafterCosts, alpha_from_tokens, card_alpha, choose, pool_target_side,
+                                 prompt_kind, rank)
 from specdec.cli import main
 from specdec.drafters.auto import AutoDrafter
 from specdec.schedules import MIN_EVIDENCE, OFF_BELOW, ON_ABOVE, AutoSchedule, CostPrior
@@ -53,6 +54,14 @@ def test_choose_without_any_measured_candidate_runs_target_only_and_says_why():
     choice = choose({"d": chain("d")}, {"d": None}, k_max=4, kind="code")
     assert choice.drafter is None and not choice.speculate
     assert "speculation off" in choice.why and "code" in choice.why
+
+
+def test_chain_drafters_share_the_median_target_side_and_trees_keep_their_own():
+    costs = {"a": chain("a", v={k: 1.0 for k in range(1, 9)}), "b": chain("b", v={k: 2.0 for k in range(1, 9)}),
+             "c": chain("c", v={k: 1.2 for k in range(1, 9)}), "tree": DrafterCosts("tree", {4: 0.1}, {4: 3.0}, tree=True)}
+    pooled = pool_target_side(costs)
+    assert {name: pooled[name].v[4] for name in "abc"} == {"a": 1.2, "b": 1.2, "c": 1.2}
+    assert pooled["tree"].v == {4: 3.0} and pooled["a"].c == costs["a"].c
 
 
 def test_a_tree_is_ranked_at_its_cards_depth_only():

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from ..auto_choice import AUTO, AutoChoice, card_alpha, card_mode, choose, prompt_kind, read_card
+from ..auto_choice import (AUTO, AutoChoice, card_alpha, card_mode, choose, pool_target_side, prompt_kind,
+                           read_card)
 from ..schedules import CostPrior
 from .base import Drafter
 from .registry import DrafterSpec, drafter_specs, register
@@ -62,14 +63,15 @@ class AutoDrafter(Drafter):
         return self.loaded[name]
 
     def costs(self, k_max: int) -> dict:
-        """Every candidate's measured c and v(K) on this machine (cached; the first use probes each)."""
+        """Every candidate's measured c and v(K) on this machine (cached; the first use probes each), the chain
+        candidates' v(K) pooled (auto_choice.pool_target_side)."""
         from ..auto_costs import cached_costs, costs_for
 
         out = {}
         for name in self.cards:
             out[name] = cached_costs(self.target, name, k_max) or costs_for(self.target, self.drafter(name), k_max,
                                                                             say=self.say)
-        return out
+        return pool_target_side(out)
 
     def alphas(self, kind: str, mode: str) -> dict:
         return {name: card_alpha(card, kind, mode) for name, card in self.cards.items()}
