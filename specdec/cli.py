@@ -80,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
 def add_model_arguments(parser, default_draft):
     parser.add_argument("--target", default=presets.DEFAULT_TARGET, help="bundled name, hub id or folder")
     parser.add_argument("--draft", default=default_draft,
-                        help="drafter: prompt-lookup, a draft model (bundled name, hub id, folder), a trained head "
+                        help="drafter: auto (the drafter and K predicted fastest here; generate), prompt-lookup, a "
+                             "draft model (bundled name, hub id, folder), a trained head "
                              "(smollm2-135m-eagle, …), or none for the target-only baseline (default: generate, "
                              "the target's preset draft, prompt-lookup for other targets; bench, none)")
     chat = parser.add_mutually_exclusive_group()

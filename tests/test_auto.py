@@ -243,6 +243,13 @@ def test_cli_refuses_a_k_that_is_neither_a_number_nor_auto(capsys):
     assert code == 2 and len(err.splitlines()) == 1 and "integer or auto" in err
 
 
+def test_the_cost_model_asks_for_a_drafter_instead_of_auto():
+    from specdec.cost_model import Network, draft_shape
+
+    with pytest.raises(ValueError, match="No cost model for auto"):
+        draft_shape(AUTO, Network("t", 2, 64, 4, 4, 16, 128, 1000))
+
+
 def test_the_generate_callback_shows_the_auto_choice_and_speculation_off_on_the_cards():
     from specdec.ui.callbacks import Lab
     from specdec.ui.session import Session
