@@ -59,7 +59,7 @@ class CostPrior:
     alpha: per-token acceptance of the drafter for this prompt kind (a prior worth `strength` drafts);
     c: K -> drafting time per drafted token / a target-only step; v: K -> a step's target side at K / a
     target-only step (theory.py's measured c and v(K)); Ks without both are not chosen. tree: the drafter drafts
-    a tree of depth K (then K stays at k_max and c, v are the tree step's)."""
+    a tree of depth K (K then stays at the depth c and v were measured at; they are the whole tree step's)."""
 
     alpha: float
     c: dict = field(default_factory=dict)
@@ -155,6 +155,7 @@ class AutoSchedule(OptimalSchedule):
         self.plain_times: list[float] = []  # seconds of each plain target step
         self.step_times: dict[int, list[float]] = {}  # K -> seconds of a whole speculative step
         self.plain_run = 0  # plain steps since speculation last ran
+        self.planned = k_max  # the K of the latest decision
         predicted = self.best()[1]
         self.on = predicted is None or predicted >= 1.0  # starts as the prior predicts
 
@@ -164,10 +165,9 @@ class AutoSchedule(OptimalSchedule):
         return (prior.alpha * prior.strength + sum(self.recent)) / (prior.strength + len(self.recent))
 
     def ks(self) -> list[int]:
-        if self.prior.tree:
-            return [self.k_max]
+        """The Ks to choose from: those the prior has costs for (a tree: its depth), else 1..k_max."""
         known = [k for k in range(1, self.k_max + 1) if k in self.prior.c and k in self.prior.v]
-        return known or list(range(1, self.k_max + 1))
+        return known or ([self.k_max] if self.prior.tree else list(range(1, self.k_max + 1)))
 
     def step_cost(self, k: int) -> Optional[float]:
         """A speculative step at K over a plain step: this run's own times where both were measured, else
@@ -215,7 +215,7 @@ class AutoSchedule(OptimalSchedule):
                 f" / cost {cost:.2f} at α={self.alpha:.2f} ({len(self.recent)} evaluated this run)")
 
     def _decide(self, k: int, kind: str, predicted: Optional[float], why: str) -> int:
-        self.decision = Decision(kind, why, predicted)
+        self.decision, self.planned = Decision(kind, why, predicted), k
         return k
 
     def update(self, drafted, evaluated, accepted, draft_time_s, verify_time_s) -> None:
@@ -226,7 +226,7 @@ class AutoSchedule(OptimalSchedule):
         self.plain_run = 0
         super().update(drafted, evaluated, accepted, draft_time_s, verify_time_s)
         self.recent.extend([True] * accepted + [False] * (evaluated - accepted))
-        k = self.k_max if self.prior.tree else drafted
+        k = self.planned if self.prior.tree else drafted  # a tree step's drafted chain is the branch kept
         self.step_times.setdefault(k, []).append(draft_time_s + verify_time_s)
 
 

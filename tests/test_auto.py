@@ -157,6 +157,11 @@ def test_auto_schedule_keeps_its_state_between_the_two_thresholds():
     assert schedule.next_k() == 0  # off, and stays off
 
 
+def test_auto_schedule_drafts_a_tree_at_the_depth_its_costs_were_measured_at():
+    schedule = AutoSchedule(8, CostPrior(0.7, {4: 0.1}, {4: 1.5}, tree=True))
+    assert schedule.next_k() == 4 and schedule.decision.kind == "speculate"
+
+
 def test_auto_schedule_without_a_prior_times_a_plain_step_first():
     schedule = AutoSchedule(4)
     assert schedule.next_k() == 0 and "timing a plain step" in schedule.decision.why
