@@ -13,6 +13,7 @@ import torch
 from transformers.utils import logging as transformers_logging
 
 from . import presets
+from .auto_choice import AUTO, AUTO_K_MAX
 from .errors import SpecDecError, first_line, is_out_of_memory
 from .events import DecodeSettings
 from .limits import (K_MAX, NUM_SAMPLES_MAX, SEED_MAX, TEMPERATURE_MAX, check_finite, check_integer,
@@ -40,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     prompt.add_argument("--prompt", help="prompt text")
     prompt.add_argument("--prompt-ids", help="prompt token ids, comma separated (e.g. 1,2,3)")
     gen.add_argument("--max-new-tokens", type=int, default=64)
-    gen.add_argument("--k", type=int, default=4, help="draft length (the largest, for adaptive schedules)")
+    gen.add_argument("--k", type=k_value, default=4, help="draft length (the largest, for adaptive schedules); "
+                     f"auto: the auto schedule, K up to {AUTO_K_MAX}, speculation off where it does not pay")
     gen.add_argument("--k-schedule", default="constant", choices=SCHEDULES, help="how K may change per step")
     gen.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     gen.add_argument("--top-k", type=int, default=None)
@@ -78,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
 def add_model_arguments(parser, default_draft):
     parser.add_argument("--target", default=presets.DEFAULT_TARGET, help="bundled name, hub id or folder")
     parser.add_argument("--draft", default=default_draft,
-                        help="drafter: prompt-lookup, a draft model (bundled name, hub id, folder), a trained head "
+                        help="drafter: auto (the drafter and K predicted fastest here; generate), prompt-lookup, a "
+                             "draft model (bundled name, hub id, folder), a trained head "
                              "(smollm2-135m-eagle, …), or none for the target-only baseline (default: generate, "
                              "the target's preset draft, prompt-lookup for other targets; bench, none)")
     chat = parser.add_mutually_exclusive_group()
@@ -88,6 +91,24 @@ def add_model_arguments(parser, default_draft):
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 …")
     parser.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
     parser.add_argument("--trust-remote-code", action="store_true", help="run model code from the hub (off by default)")
+
+
+def k_value(text: str):
+    """--k: an integer, or auto."""
+    if text.strip().lower() == AUTO:
+        return AUTO
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or auto, got {text!r}") from None
+
+
+def auto_k(args) -> tuple[int, str]:
+    """(K, K schedule): --k auto means the auto schedule up to AUTO_K_MAX; --draft auto runs the auto schedule
+    at any K (K is then its largest)."""
+    if args.k == AUTO:
+        return AUTO_K_MAX, AUTO
+    return args.k, AUTO if args.draft.strip().lower() == AUTO else args.k_schedule
 
 
 def parse_ids(text: str) -> list[int]:
@@ -133,8 +154,9 @@ def run_generate(args) -> int:
     if args.draft is None:  # the target's default (presets.default_draft)
         args.draft = presets.default_draft(args.target)
     check_generate_args(args)
-    settings = DecodeSettings(args.max_new_tokens, args.k, args.temperature, args.top_k, args.top_p, args.seed,
-                              k_schedule=args.k_schedule)
+    k, schedule = auto_k(args)
+    settings = DecodeSettings(args.max_new_tokens, k, args.temperature, args.top_k, args.top_p, args.seed,
+                              k_schedule=schedule)
     validate(settings)  # before loading anything
     target, draft = load_pair(args)
     ids = prompt_ids(args, target)
@@ -149,6 +171,8 @@ def run_generate(args) -> int:
         return 0
     for result in results:
         print(result.text if result.text is not None else " ".join(map(str, result.token_ids)))
+    if first.auto is not None:
+        print(first.auto["why"], file=sys.stderr)
     print(format_summary(first.metrics), file=sys.stderr)
     print(memory_summary(first.metrics.memory), file=sys.stderr)
     return 0
@@ -157,7 +181,8 @@ def run_generate(args) -> int:
 def check_generate_args(args) -> None:
     """Numbers finite and in range, names and prompt valid text: checked before anything loads."""
     check_integer("--max-new-tokens", args.max_new_tokens, 1)
-    check_integer("--k", args.k, 1, K_MAX)
+    if args.k != AUTO:
+        check_integer("--k", args.k, 1, K_MAX)
     check_finite("--temperature", args.temperature, 0, TEMPERATURE_MAX)
     if args.top_p is not None:
         check_finite("--top-p", args.top_p, 0, 1)

@@ -224,6 +224,9 @@ def draft_shape(name: str, target: Network, allow_local_paths: bool = True) -> D
         return DraftShape(name, "draft model", target_network(name, allow_local_paths))
     if spec.family == "prompt lookup":
         return DraftShape(name, spec.family, None)
+    if spec.family == "auto":
+        raise ValueError("No cost model for auto: it chooses its drafter and K per run from this machine's measured "
+                         "costs (the Generate tab's Auto card shows the choice); choose a drafter to price it here")
     from .zoo.build import drafter_dir, read_meta
 
     if spec.tree is not None:

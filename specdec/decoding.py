@@ -14,14 +14,14 @@ from typing import Iterator, Optional
 import torch
 
 from .drafters.base import Drafter, ProposalContext
-from .drafters.registry import as_drafter
+from .drafters.model import as_drafter
 from .events import DecodeSettings, RunResult, StepEvent, TreeNode
 from .errors import InvalidSettingsError
 from .loading import LoadedModel
 from .metrics import measure_memory, start_memory_probe, summarize
 from .prompting import check_context
 from .sampling import build_warpers, probabilities, validate
-from .schedules import make_schedule
+from .schedules import Decision, KSchedule, make_schedule
 from .trace import drafted_tokens, final_token, top_tokens
 from .threads import threads_for_step
 from .tree import shown_nodes
@@ -53,6 +53,9 @@ class Generation:
     Drafter proposes tokens; a LoadedModel is the draft-model drafter (same tokenizer).
     ignore_eos: run on past end-of-text tokens (timing baselines that must match another run's length);
     `eos_ids`, the ids that end the run, is public and may also be emptied before the first step.
+    A drafter whose plan(prompt_ids, settings) returns a plan (the `auto` drafter, drafters/auto.py) is replaced
+    by the drafter it chose, run under the auto schedule from the choice's prior (`choice`: an
+    auto_choice.AutoChoice). schedule: a KSchedule to use instead of settings.k_schedule's (probes, tests).
     """
 
     def __init__(
@@ -66,10 +69,17 @@ class Generation:
         sampled_verifier: SampledVerifier = verify_sampled,
         top_n: int = 5,
         ignore_eos: bool = False,
+        schedule: Optional[KSchedule] = None,
     ):
         validate(settings)
         self.target, self.settings = target, settings
         self.drafter: Optional[Drafter] = as_drafter(target, draft)
+        self.draft_label = self.drafter.name if self.drafter is not None else None
+        self.choice, prior, schedule_name = None, None, settings.k_schedule
+        plan = self.drafter.plan(prompt_ids, settings) if self.drafter is not None else None
+        if plan is not None:  # the auto drafter: run the drafter it chose under the auto schedule
+            self.choice, self.drafter, prior = plan
+            schedule_name = "auto"
         self.sampling = settings.mode == "sampling"
         if self.drafter is not None and self.drafter.greedy_only and self.sampling:
             raise InvalidSettingsError(
@@ -83,7 +93,7 @@ class Generation:
         self.verify_sampled = sampled_verifier
         self.top_n = top_n
         self.eos_ids = () if ignore_eos else target.eos_token_ids
-        self.schedule = make_schedule(settings.k_schedule, settings.k)
+        self.schedule = schedule or make_schedule(schedule_name, settings.k, prior)
         # a tree drafter drafts trees (tree.py); sampled trees need the real multi-candidate verifier, so a run
         # with another verifier (verifier_faults.py) chains
         self.drafts_tree = self.drafter is not None and self.drafter.tree_shape is not None and (
@@ -126,7 +136,8 @@ class Generation:
             metrics=metrics,
             settings=self.settings,
             target_name=self.target.name,
-            draft_name=self.drafter.name if self.drafter is not None else None,
+            draft_name=self.draft_label,
+            auto=self.choice.to_dict() if self.choice is not None else None,
         )
 
     # -- the loop ---------------------------------------------------------------------------
@@ -147,9 +158,11 @@ class Generation:
             k = min(planned, remaining - 1)  # never overshoot max_new_tokens
             with threads_for_step(self.target.device):  # not across the yield below
                 scored = self.score_step(seq, k, target)
+                event = self.emit_and_rollback(scored, seq, target, remaining, planned, self.schedule.decision)
+                # the step's target side as theory.py's v(K) counts it: verification and bookkeeping
                 self.schedule.update(scored.k, min(scored.verdict.num_accepted + 1, scored.k),
-                                     scored.verdict.num_accepted, scored.draft_time_s, scored.verify_time_s)
-                event = self.emit_and_rollback(scored, seq, target, remaining, planned)
+                                     scored.verdict.num_accepted, scored.draft_time_s,
+                                     event.verify_time_s + event.other_time_s)
             self.events.append(event)
             self.token_ids += event.emitted_ids
             seq += event.emitted_ids
@@ -223,9 +236,10 @@ class Generation:
         ids = torch.tensor(draft_ids, dtype=torch.long, device=logits.device)
         return self.verify_sampled(ids, p, q, self.generator), p, q
 
-    def emit_and_rollback(self, scored: ScoredStep, seq: list[int], target, remaining: int, planned: int) -> StepEvent:
+    def emit_and_rollback(self, scored: ScoredStep, seq: list[int], target, remaining: int, planned: int,
+                          decision: Optional[Decision] = None) -> StepEvent:
         """Emit the accepted drafts and the target's token (cut at EOS and max new tokens), roll the caches back
-        to what the next step needs, and record the step."""
+        to what the next step needs, and record the step (with the auto schedule's decision, when it made one)."""
         started = time.perf_counter()
         verdict, n = scored.verdict, scored.verdict.num_accepted
         emitted, stop_reason = cut_at_stop(scored.draft_ids[:n] + [verdict.next_token], self.eos_ids, remaining)
@@ -243,7 +257,8 @@ class Generation:
             final=final, emitted_ids=emitted, emitted_text="".join(self.target.token_text(t) for t in emitted),
             draft_time_s=scored.draft_time_s, verify_time_s=scored.verify_time_s,
             other_time_s=time.perf_counter() - started, finished=stop_reason is not None, stop_reason=stop_reason,
-            k_planned=planned, tree=scored.nodes,
+            k_planned=planned, tree=scored.nodes, decision=decision.kind if decision else "",
+            decision_why=decision.why if decision else "", predicted_speedup=decision.predicted if decision else None,
         )
 
 

@@ -41,7 +41,7 @@ class DecodeSettings:
     top_k: Optional[int] = None
     top_p: Optional[float] = None
     seed: Optional[int] = 0
-    k_schedule: str = "constant"  # how K may change per step: constant | heuristic | confidence | optimal
+    k_schedule: str = "constant"  # how K may change per step: constant | heuristic | confidence | optimal | auto
 
     @property
     def mode(self) -> Mode:
@@ -124,6 +124,12 @@ class StepEvent:
     stop_reason: Optional[StopReason] = None
     k_planned: int = 0  # the K the schedule asked for this step (k may be smaller)
     tree: list[TreeNode] = field(default_factory=list)  # a tree step (tree.py): every node; `drafted` is the chain shown
+    # the auto schedule's decision before this step (schedules.AutoSchedule; "" under other schedules):
+    #   "speculate": draft at the best K; "off": a plain target step (speculation predicted not to pay);
+    #   "probe": one K = 1 step while off, to keep measuring alpha
+    decision: str = ""
+    decision_why: str = ""  # the figures behind it: best K, predicted speedup = E / cost, alpha
+    predicted_speedup: Optional[float] = None  # of speculating at the best K, when the decision was made
 
     @property
     def tree_nodes(self) -> int:
@@ -222,7 +228,8 @@ class RunResult:
     metrics: RunMetrics
     settings: DecodeSettings
     target_name: str = ""
-    draft_name: Optional[str] = None  # None: target-only baseline
+    draft_name: Optional[str] = None  # None: target-only baseline; "auto": the auto drafter (its choice in `auto`)
+    auto: Optional[dict] = None  # the auto drafter's choice: auto_choice.AutoChoice.to_dict()
 
     def to_dict(self) -> dict:
         return {
@@ -234,4 +241,5 @@ class RunResult:
             "text": self.text,
             "steps": [e.to_dict() for e in self.events],
             "metrics": self.metrics.to_dict(),
+            "auto": self.auto,
         }

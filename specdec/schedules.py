@@ -10,22 +10,68 @@ token is still drawn from the target's distribution given the tokens before it.
   optimal     the K in 1..K that maximises expected tokens per second under the speedup formula,
               from running estimates of alpha (accepted / evaluated) and of the measured draft and
               verification times of this run
+  auto        optimal's choice of K, and speculation switched off (plain target steps, K = 0) while the best
+              predicted speedup E / (K c + v(K)) is below OFF_BELOW (once MIN_EVIDENCE drafts were evaluated),
+              back on above ON_ABOVE (hysteresis);
+              while off, one probe step at K = 1 every PROBE_EVERY plain steps keeps alpha measured. Its prior:
+              a CostPrior (auto_choice.py: alpha from the drafter's model card, c and v(K) from this machine's
+              cached probe); alpha then follows the run's last ALPHA_WINDOW evaluated drafts. Each step's
+              choice and why: `decision` (a Decision), copied onto the StepEvent.
+
+The times a schedule is given are a step's drafting and its target side (verification plus the step's
+bookkeeping), so ratios match theory.py's measured c and v(K).
 """
 from __future__ import annotations
 
 import statistics
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Optional
 
 from .theory import expected_tokens_per_forward
 
-SCHEDULES = ("constant", "heuristic", "confidence", "optimal")
+SCHEDULES = ("constant", "heuristic", "confidence", "optimal", "auto")
 CONFIDENCE_THRESHOLD = 0.4  # transformers' default assistant_confidence_threshold
 ALPHA_PRIOR = (7.0, 3.0)  # optimal: Beta prior on alpha (accepted, rejected pseudo-counts) before evidence
+OFF_BELOW = 0.98  # auto: speculation goes off when the best predicted speedup falls below this
+ON_ABOVE = 1.05  # ... and back on when it rises above this (between the two it keeps its state)
+PROBE_EVERY = 16  # auto, while off: one K = 1 step after this many plain steps
+PRIOR_STRENGTH = 3.0  # auto: the prior alpha counts as this many evaluated drafts (alpha varies a lot by prompt:
+# a French poem gets 0.0 from drafters whose English chat figure is 0.5, so the run's own evidence must win fast)
+ALPHA_WINDOW = 64  # auto: the running alpha's evidence is the last this many evaluated drafts
+MIN_EVIDENCE = 8  # auto: speculation that is on goes off only once the run has evaluated this many drafts (a few
+# early rejections are common where speculation pays: 0.65^4 = 0.18 at alpha 0.35)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the auto schedule decided before a step, and why (plain data, copied onto the StepEvent)."""
+
+    kind: str  # "speculate", "off" (a plain target step), "probe" (a K = 1 step while off, to measure alpha)
+    why: str
+    predicted: Optional[float] = None  # the predicted speedup of speculating at the best K
+
+
+@dataclass(frozen=True)
+class CostPrior:
+    """What the auto schedule knows before the run: alpha and the measured cost ratios of this machine.
+
+    alpha: per-token acceptance of the drafter for this prompt kind (a prior worth `strength` drafts);
+    c: K -> drafting time per drafted token / a target-only step; v: K -> a step's target side at K / a
+    target-only step (theory.py's measured c and v(K)); Ks without both are not chosen. tree: the drafter drafts
+    a tree of depth K (K then stays at the depth c and v were measured at; they are the whole tree step's)."""
+
+    alpha: float
+    c: dict = field(default_factory=dict)
+    v: dict = field(default_factory=dict)
+    strength: float = PRIOR_STRENGTH
+    tree: bool = False
 
 
 class KSchedule:
     name = "constant"
     stop_below: Optional[float] = None  # passed to the drafter (confidence schedule only)
+    decision: Optional[Decision] = None  # set by schedules that decide more than K (auto)
 
     def __init__(self, k_max: int):
         self.k_max = k_max
@@ -96,8 +142,99 @@ class OptimalSchedule(KSchedule):
         self.verify_times.setdefault(drafted, []).append(verify_time_s)
 
 
-_CLASSES = {cls.name: cls for cls in (KSchedule, HeuristicSchedule, ConfidenceSchedule, OptimalSchedule)}
+class AutoSchedule(OptimalSchedule):
+    """optimal, plus speculation switched off while it is predicted not to pay (module docstring)."""
+
+    name = "auto"
+    probe_every = PROBE_EVERY
+
+    def __init__(self, k_max: int, prior: Optional[CostPrior] = None):
+        super().__init__(k_max)
+        self.prior = prior or CostPrior(ALPHA_PRIOR[0] / sum(ALPHA_PRIOR), strength=sum(ALPHA_PRIOR))
+        self.recent: deque = deque(maxlen=ALPHA_WINDOW)  # True / False per evaluated draft
+        self.plain_times: list[float] = []  # seconds of each plain target step
+        self.step_times: dict[int, list[float]] = {}  # K -> seconds of a whole speculative step
+        self.plain_run = 0  # plain steps since speculation last ran
+        self.planned = k_max  # the K of the latest decision
+        predicted = self.best()[1]
+        self.on = predicted is None or predicted >= 1.0  # starts as the prior predicts
+
+    @property
+    def alpha(self) -> float:
+        prior = self.prior
+        return (prior.alpha * prior.strength + sum(self.recent)) / (prior.strength + len(self.recent))
+
+    def ks(self) -> list[int]:
+        """The Ks to choose from: those the prior has costs for (a tree: its depth), else 1..k_max."""
+        known = [k for k in range(1, self.k_max + 1) if k in self.prior.c and k in self.prior.v]
+        return known or ([self.k_max] if self.prior.tree else list(range(1, self.k_max + 1)))
+
+    def step_cost(self, k: int) -> Optional[float]:
+        """A speculative step at K over a plain step: this run's own times where both were measured, else
+        the prior's K c + v(K), else (no prior) the run's draft time per token and verification (optimal)."""
+        measured = self.step_times.get(k)
+        if measured and self.plain_times:
+            return statistics.median(measured[-16:]) / statistics.median(self.plain_times[-16:])
+        if k in self.prior.c and k in self.prior.v:
+            return k * self.prior.c[k] + self.prior.v[k]
+        if self.draft_times and self.verify_times and self.plain_times:
+            t_draft = statistics.median(self.draft_times[-32:])
+            return (k * t_draft + self.verify_time(k)) / statistics.median(self.plain_times[-16:])
+        return None
+
+    def best(self) -> tuple[int, Optional[float]]:
+        """The K with the highest predicted speedup and that speedup (None: costs not known yet)."""
+        alpha = min(self.alpha, 0.999)
+        scored = [(expected_tokens_per_forward(alpha, k) / cost, k) for k in self.ks()
+                  if (cost := self.step_cost(k))]
+        if not scored:
+            return self.k_max, None
+        predicted, k = max(scored)
+        return k, predicted
+
+    def next_k(self) -> int:
+        k, predicted = self.best()
+        if predicted is None:
+            return self._decide(k if self.plain_times else 0, "speculate" if self.plain_times else "off", None,
+                                "measuring: no cost figures yet" + ("" if self.plain_times else ", timing a plain step first"))
+        if self.on and predicted < OFF_BELOW and len(self.recent) >= MIN_EVIDENCE:
+            self.on = False
+        elif not self.on and predicted > ON_ABOVE:
+            self.on = True
+        figures = self.figures(k, predicted)
+        if self.on:
+            return self._decide(k, "speculate", predicted, figures)
+        if self.plain_run >= self.probe_every:
+            return self._decide(1 if not self.prior.tree else k, "probe", predicted,
+                                f"probe after {self.plain_run} plain steps; {figures}")
+        return self._decide(0, "off", predicted, f"{figures} (off below {OFF_BELOW}, on above {ON_ABOVE})")
+
+    def figures(self, k: int, predicted: float) -> str:
+        cost = self.step_cost(k)
+        return (f"best K={k}: predicted {predicted:.2f}x = E {expected_tokens_per_forward(min(self.alpha, 0.999), k):.2f}"
+                f" / cost {cost:.2f} at α={self.alpha:.2f} ({len(self.recent)} evaluated this run)")
+
+    def _decide(self, k: int, kind: str, predicted: Optional[float], why: str) -> int:
+        self.decision, self.planned = Decision(kind, why, predicted), k
+        return k
+
+    def update(self, drafted, evaluated, accepted, draft_time_s, verify_time_s) -> None:
+        if drafted == 0:
+            self.plain_times.append(draft_time_s + verify_time_s)
+            self.plain_run += 1
+            return
+        self.plain_run = 0
+        super().update(drafted, evaluated, accepted, draft_time_s, verify_time_s)
+        self.recent.extend([True] * accepted + [False] * (evaluated - accepted))
+        k = self.planned if self.prior.tree else drafted  # a tree step's drafted chain is the branch kept
+        self.step_times.setdefault(k, []).append(draft_time_s + verify_time_s)
 
 
-def make_schedule(name: str, k_max: int) -> KSchedule:
+_CLASSES = {cls.name: cls for cls in (KSchedule, HeuristicSchedule, ConfidenceSchedule, OptimalSchedule, AutoSchedule)}
+
+
+def make_schedule(name: str, k_max: int, prior: Optional[CostPrior] = None) -> KSchedule:
+    """A fresh schedule (they keep state); `prior` is the auto schedule's (ignored by the others)."""
+    if name == AutoSchedule.name:
+        return AutoSchedule(k_max, prior)
     return _CLASSES[name](k_max)

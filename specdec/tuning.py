@@ -140,20 +140,39 @@ def _key_text(key: dict) -> str:
 
 # --- the cache file ------------------------------------------------------------------------------------------
 
-def cache_file() -> Path:
-    return cache_dir() / FILE_NAME
+def cache_file(name: str = FILE_NAME) -> Path:
+    return cache_dir() / name
 
 
-def _read_all() -> dict:
+def read_records(name: str = FILE_NAME, fmt: int = FORMAT) -> dict:
+    """A measurement cache file's records ({key text: record}); {} when absent, unreadable or of another format."""
     try:
-        data = json.loads(cache_file().read_text())
+        data = json.loads(cache_file(name).read_text())
     except (OSError, ValueError):
         return {}
-    return data.get("records", {}) if isinstance(data, dict) and data.get("format") == FORMAT else {}
+    return data.get("records", {}) if isinstance(data, dict) and data.get("format") == fmt else {}
+
+
+def write_record(key: dict, record: dict, name: str = FILE_NAME, fmt: int = FORMAT) -> None:
+    """Adds (or replaces) the record of a key; written whole to a temporary file, then renamed."""
+    records = read_records(name, fmt)
+    records[_key_text(key)] = record
+    target = cache_file(name)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps({"format": fmt, "records": records}, indent=1))
+        os.replace(temporary, target)
+    except OSError:  # a read-only cache: the measurement holds for this process only
+        pass
+
+
+def cached_record(key: dict, name: str = FILE_NAME, fmt: int = FORMAT) -> Optional[dict]:
+    return read_records(name, fmt).get(_key_text(key))
 
 
 def cached_path(key: dict) -> Optional[TunedPath]:
-    record = _read_all().get(_key_text(key))
+    record = cached_record(key)
     try:
         return TunedPath.from_dict(record) if record else None
     except (TypeError, KeyError):  # a record of an older layout: measured again
@@ -161,17 +180,7 @@ def cached_path(key: dict) -> Optional[TunedPath]:
 
 
 def store(path: TunedPath) -> None:
-    """Adds (or replaces) the record of its key; written whole to a temporary file, then renamed."""
-    records = _read_all()
-    records[_key_text(path.key)] = path.to_dict()
-    target = cache_file()
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps({"format": FORMAT, "records": records}, indent=1))
-        os.replace(temporary, target)
-    except OSError:  # a read-only cache: the choice holds for this process only
-        pass
+    write_record(path.key, path.to_dict())
 
 
 # --- the choice ----------------------------------------------------------------------------------------------

@@ -11,10 +11,13 @@ so the suite is deterministic. (With seed 1234 the top-k case drew p = 1.7e-4 at
 continuing that run to 150,000 samples gave p = 0.09, and temperature 1.0 at 150,000 gave p = 0.59:
 chance, not bias.)
 """
+from dataclasses import replace
+
 import pytest
 import torch
 
 import distribution
+from switching import FlappingSchedule, decisions
 from specdec import DecodeSettings
 from specdec.verify import Verdict
 from stats import chi_square_p_value
@@ -73,3 +76,29 @@ def test_always_accepting_verifier_fails_the_same_test(models):
     settings = WARPINGS["temperature 1.0"]
     counts = speculative_counts(target, draft, settings, SAMPLES, sampled_verifier=always_accept)
     assert chi_square_p_value(counts, exact_first_two(target.next_logits, settings)) < P_VALUE_THRESHOLD
+
+
+RUN_TOKENS = 10_000
+
+
+@pytest.mark.parametrize("warping", ["temperature 1.0", "temperature 0.7, top-p 0.9"])
+def test_every_token_follows_the_target_law_while_speculation_switches_off_and_on(models, warping):
+    """One long run under the auto schedule's switching rule (tests/switching.py): speculative steps, plain
+    steps while off and K = 1 probes; every token against the warped law of its two-token context."""
+    target, draft = models
+    settings = replace(WARPINGS[warping], k=3)
+    tokens, events = distribution.long_run(target, draft, settings, RUN_TOKENS, PROMPT, seed=0,
+                                           schedule=FlappingSchedule(3))
+    assert decisions(events) == {"speculate", "off", "probe"}
+    assert sum(e.decision == "off" for e in events) > 1000
+    counts = distribution.transition_counts(PROMPT, tokens, VOCAB)
+    assert distribution.transition_p_value(counts, distribution.exact_transitions(target, settings)) >= P_VALUE_THRESHOLD
+
+
+def test_the_same_switching_run_with_an_always_accepting_verifier_fails(models):
+    target, draft = models
+    settings = replace(WARPINGS["temperature 1.0"], k=3)
+    tokens, _ = distribution.long_run(target, draft, settings, RUN_TOKENS, PROMPT, seed=0,
+                                      schedule=FlappingSchedule(3), sampled_verifier=always_accept)
+    counts = distribution.transition_counts(PROMPT, tokens, VOCAB)
+    assert distribution.transition_p_value(counts, distribution.exact_transitions(target, settings)) < P_VALUE_THRESHOLD

@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from specdec import DecodeSettings, generate, load_model
+from specdec import DecodeSettings, Generation, generate, load_model
+from switching import FlappingSchedule, decisions
 from tiny_models import build_model, perturbed_copy, save, tiny_config
 
 ARCHS = ["llama", "gpt2", "qwen2", "gpt_neox"]
@@ -74,3 +75,20 @@ def test_eos_inside_a_draft_ends_generation_at_once(eos_inside_draft):
     last = result.events[-1]
     assert (last.stop_reason, last.final) == ("eos", None)
     assert len(last.emitted_ids) < last.k  # drafted tokens after EOS were dropped
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_greedy_output_is_unchanged_while_speculation_switches_off_and_on(pair, k):
+    """The auto schedule's plain steps (off), K = 1 probes and speculative steps, mixed all run long."""
+    target, draft = pair
+    run = Generation(target, draft, PROMPT, DecodeSettings(k=k, max_new_tokens=NEW_TOKENS), schedule=FlappingSchedule(k))
+    result = run.result()
+    assert decisions(result.events) == {"speculate", "off", "probe"}
+    assert result.token_ids == hf_greedy(target, PROMPT, NEW_TOKENS)
+
+
+def test_greedy_output_is_unchanged_under_the_auto_schedule(pair):
+    target, draft = pair
+    result = generate(target, draft, PROMPT, DecodeSettings(k=4, max_new_tokens=NEW_TOKENS, k_schedule="auto"))
+    assert all(e.decision for e in result.events)
+    assert result.token_ids == hf_greedy(target, PROMPT, NEW_TOKENS)

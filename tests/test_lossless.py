@@ -13,7 +13,7 @@ import torch
 
 from specdec import DecodeSettings, Generation
 from specdec.drafters.prompt_lookup import PromptLookupDrafter
-from specdec.drafters.registry import as_drafter
+from specdec.drafters.model import as_drafter
 from specdec.errors import InvalidSettingsError
 from specdec.first_tokens import FirstTokens, compact_rows
 from specdec.lossless import CHUNK, check_sampling, compare_greedy

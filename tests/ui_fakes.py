@@ -69,6 +69,11 @@ class FakeModel:
         return "".join(chr(i) for i in ids)
 
 
+AUTO_CHOICE = {"drafter": "lab-draft", "k": 1, "speculate": True, "predicted_speedup": 1.2, "prompt_kind": "code",
+               "mode": "greedy", "why": "auto chose lab-draft, K=1: predicted 1.20x from c=0.100, v(1)=1.05, α=0.50",
+               "ranking": []}
+
+
 class FakeGeneration:
     """Emits steps where draft position 2 is always rejected; baseline (draft None) emits 1 token a step."""
 
@@ -81,13 +86,26 @@ class FakeGeneration:
         self.closed = False
         self.engine_time_s = 0.0
         self._step_s = step_s
+        self.auto = AUTO_CHOICE if draft is not None and draft.name == "auto" else None
         self._iter = self._run()
 
     def _next_step(self, index: int, remaining: int) -> StepEvent:
-        mode = self.settings.mode
+        if self.auto is not None:  # the auto drafter: speculation off from the third step on
+            step = self._baseline_step(index, remaining) if index >= 2 else self._draft_step(index, remaining)
+            step.decision = "off" if index >= 2 else "speculate"
+            step.decision_why = f"best K=1: predicted {0.9 if index >= 2 else 1.2}x"
+            return step
         if self.draft is None:
-            return make_step(index, [], (f"t{index}", "target"), mode, (0.0, self._step_s * 2, 0.0),
-                             finished=remaining <= 1)
+            return self._baseline_step(index, remaining)
+        return self._draft_step(index, remaining)
+
+    def _baseline_step(self, index: int, remaining: int) -> StepEvent:
+        mode = self.settings.mode
+        return make_step(index, [], (f"t{index}", "target"), mode, (0.0, self._step_s * 2, 0.0),
+                         finished=remaining <= 1)
+
+    def _draft_step(self, index: int, remaining: int) -> StepEvent:
+        mode = self.settings.mode
         k = min(self.settings.k, max(remaining - 1, 1))
         drafted = [(f" w{index}.{i}", True if i < 2 else (False if i == 2 else None)) for i in range(k)]
         final = (" fix", "resampled") if k > 2 else (" +", "bonus")
@@ -130,7 +148,8 @@ class FakeGeneration:
             other_time_s=0.0, forward_time_s=wall, engine_efficiency=1.0, memory=MEMORY)
         return RunResult(prompt_ids=list(self.ids), token_ids=ids, text=self.target.decode(ids),
                          events=list(self.events), metrics=metrics, settings=self.settings,
-                         target_name=self.target.name, draft_name=self.draft.name if self.draft else None)
+                         target_name=self.target.name, draft_name=self.draft.name if self.draft else None,
+                         auto=self.auto)
 
 
 class FakeEngine:

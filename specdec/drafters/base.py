@@ -82,6 +82,11 @@ class Drafter:
     def rollback(self, keep: int) -> None:
         pass
 
+    def plan(self, prompt_ids: list[int], settings):
+        """None: this drafter drafts itself. The `auto` drafter (drafters/auto.py) returns (its choice, the drafter
+        it chose or None, the auto schedule's prior) and the run drafts with the drafter it chose."""
+        return None
+
     def param_bytes(self) -> int:
         """Parameter bytes this drafter adds on top of the target (shared tensors not counted)."""
         return 0

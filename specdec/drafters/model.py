@@ -58,3 +58,13 @@ class ModelDrafter(Drafter):
 
     def param_bytes(self) -> int:
         return self.loaded.param_bytes
+
+
+def as_drafter(target, draft) -> Drafter | None:
+    """None, a Drafter, or a LoadedModel (the draft-model drafter; its tokenizer must match)."""
+    if draft is None or isinstance(draft, Drafter):
+        return draft
+    from ..compat import check_compatible, shared_vocab_size
+
+    check_compatible(target, draft)
+    return ModelDrafter(draft, shared_vocab_size(target, draft))

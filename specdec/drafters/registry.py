@@ -8,18 +8,30 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from ..auto_choice import AUTO, AUTO_DESCRIPTION
 from ..errors import IncompatibleModelsError
 from .base import Drafter
 from .spec import DrafterSpec
 
 
+def build_auto(target, load_model: Optional[Callable] = None) -> Drafter:
+    """The `auto` drafter (drafters/auto.py) for target, choosing among its built-in drafters with a model card."""
+    from .auto import AutoDrafter
+
+    candidates = [spec for spec in drafter_specs(target.name) if spec.name != AUTO]
+    return AutoDrafter(target, candidates, lambda name: load_drafter(name, target, load_model=load_model))
+
+
+AUTO_SPEC = DrafterSpec(name=AUTO, family="auto", description=AUTO_DESCRIPTION, build=build_auto, title="auto")
+
+
 def builtin_specs() -> list[DrafterSpec]:
-    """Every built-in drafter whose weights are on this machine, in the order the app lists them: prompt
+    """Every built-in drafter whose weights are on this machine, in the order the app lists them: auto, prompt
     lookup, then the draft zoo (kept lazy: building the list imports torch modules)."""
     from .. import zoo
     from .prompt_lookup import SPEC as PROMPT_LOOKUP
 
-    return [spec for spec in (PROMPT_LOOKUP, *zoo.SPECS) if spec.available()]
+    return [spec for spec in (AUTO_SPEC, PROMPT_LOOKUP, *zoo.SPECS) if spec.available()]
 
 
 def registered(name: str) -> Optional[DrafterSpec]:
@@ -56,15 +68,4 @@ def load_drafter(name: str, target, *, load_model: Optional[Callable] = None, pr
         if target.tokenizer is None or draft.tokenizer is None:
             raise
         return ReTokenisedDrafter(target, draft)
-    return ModelDrafter(draft, shared_vocab_size(target, draft))
-
-
-def as_drafter(target, draft) -> Optional[Drafter]:
-    """None, a Drafter, or a LoadedModel (the draft-model drafter; its tokenizer must match)."""
-    if draft is None or isinstance(draft, Drafter):
-        return draft
-    from ..loading import check_compatible, shared_vocab_size
-    from .model import ModelDrafter
-
-    check_compatible(target, draft)
     return ModelDrafter(draft, shared_vocab_size(target, draft))

@@ -19,7 +19,7 @@ from specdec.theory import compute_stats, result_stats
 from specdec.tuning import chosen_for
 
 from . import inspector
-from .cards import alpha_note, render_cards, theory_note
+from .cards import alpha_note, auto_card, render_cards, theory_note
 from .models import describe_error, load_target_and_drafts, pick_name
 from .names import explain_unknown_names
 from .plots import run_figures, throughput_figure
@@ -185,7 +185,8 @@ class Lab:
     def view_cards(self, view: RunView, note: str = "") -> str:
         return render_cards(result_stats(view.result), view.estimate, view.result.metrics.memory, note,
                             theory_note(view.events, view.result.settings.max_new_tokens), alpha_note(view.events),
-                            engine=chosen_for(view.result.target_name))
+                            engine=chosen_for(view.result.target_name),
+                            auto=auto_card(getattr(view.result, "auto", None), view.events))
 
     def finish_view(self, view: RunView, note: str = "", status: str = "") -> dict:
         """Everything about a finished (or stopped) run: tokens, cards, plots, steps table, exports."""

@@ -86,11 +86,35 @@ def _engine_card(path) -> str:
     return _card("Engine path (auto, measured)", value, sub, "engine")
 
 
+def auto_card(choice: dict | None, events) -> str:
+    """What the `auto` drafter chose (RunResult.auto) and, per step, whether speculation ran (StepEvent.decision):
+    "speculation off: …" with the latest off step's figures when any step ran without it. "" for other runs."""
+    decided = [e for e in events if e.decision]
+    if choice is None and not decided:
+        return ""
+    off = [e for e in decided if e.decision == "off"]
+    probes = sum(e.decision == "probe" for e in decided)
+    if choice is not None and choice.get("drafter") is None:
+        value = "target-only"
+    elif decided and decided[-1].decision == "off":
+        value = "speculation off"
+    else:
+        value = (choice or {}).get("drafter") or "speculating"
+    lines = [choice["why"]] if choice is not None else []
+    if off:
+        lines.append(f"speculation off: {len(off)} of {len(decided)} steps ran the target alone"
+                     f"{f' ({probes} probes)' if probes else ''}; last: {off[-1].decision_why}")
+    elif decided:
+        lines.append(f"speculation on every step; last: {decided[-1].decision_why}")
+    return _card("Auto (drafter, K, on/off)", value, " · ".join(lines), "auto")
+
+
 def render_cards(stats: RunStats, estimate=None, memory=None, note: str = "", theory: str = "",
-                 alpha: str = "", engine=None) -> str:
+                 alpha: str = "", engine=None, auto: str = "") -> str:
     """Acceptance rate (accepted / drafted, with α beside it), tokens per target forward (with the
-    theory's figure), tokens/s of the streamed run, the measured speedup (an Estimate), memory, and (engine: a
-    specdec.tuning.TunedPath) the path the measured `auto` chose for the target."""
+    theory's figure), tokens/s of the streamed run, the measured speedup (an Estimate), memory, (engine: a
+    specdec.tuning.TunedPath) the path the measured `auto` chose for the target, and (auto: auto_card's) the
+    auto drafter's choice and its on/off steps."""
     rate, per_fwd, tps = stats.acceptance_rate, stats.tokens_per_forward, stats.tokens_per_s
     cards = [
         _card("Acceptance rate (accepted / drafted)", "–" if rate is None else f"{rate:.0%}",
@@ -102,5 +126,5 @@ def render_cards(stats: RunStats, estimate=None, memory=None, note: str = "", th
               f"engine time {stats.engine_s:.2f} s", "tokens_per_s"),
         _speedup_card(estimate, note),
         _memory_card(memory),
-    ] + ([_engine_card(engine)] if engine is not None else [])
+    ] + ([_engine_card(engine)] if engine is not None else []) + ([auto] if auto else [])
     return f'<div class="cards">{"".join(cards)}</div>'

@@ -6,6 +6,7 @@ from functools import partial
 import gradio as gr
 
 from specdec import presets
+from specdec.auto_choice import AUTO
 from specdec.schedules import CONFIDENCE_THRESHOLD, SCHEDULES
 from specdec.zoo.families import families_markdown
 
@@ -55,12 +56,14 @@ def pick_preset(key: str) -> dict:
 
 def _model_controls(c: dict) -> None:
     choices = presets.all_model_choices()
-    drafts = [n for n in choices if n != presets.DEFAULT_TARGET]
+    drafts = [AUTO] + [n for n in choices if n not in (presets.DEFAULT_TARGET, AUTO)]
     c["preset"] = gr.Dropdown([(p.label, p.key) for p in presets.PAIR_PRESETS], value=presets.PAIR_PRESETS[0].key,
                               label="Pair preset")
     c["preset_note"] = gr.Markdown(presets.PAIR_PRESETS[0].note)
     c["target"] = gr.Dropdown(choices, value=presets.DEFAULT_TARGET, label="Target", allow_custom_value=True)
-    c["draft"] = gr.Dropdown(drafts, value=presets.DEFAULT_DRAFT, label="Draft", allow_custom_value=True)
+    c["draft"] = gr.Dropdown(drafts, value=AUTO, label="Draft", allow_custom_value=True,
+                             info="auto: the drafter and K predicted fastest here (K is its largest), "
+                                  "speculation off where it does not pay")
     with gr.Accordion("Other model (name or path)", open=False):
         c["target_custom"] = gr.Textbox("", label="Target: Hub id or local folder",
                                         placeholder="overrides the dropdown")
@@ -76,7 +79,8 @@ def _decoding_controls(c: dict) -> None:
     c["seed"] = gr.Number(value=0, precision=0, minimum=0, maximum=2**32 - 1, label="Seed")
     c["k_schedule"] = gr.Dropdown(list(SCHEDULES), value="constant", label="K schedule (K above is the largest)",
                                   info=f"constant · heuristic (+2 / −1) · confidence (draft stops below {CONFIDENCE_THRESHOLD}) · "
-                                       "optimal (from measured α and costs)")
+                                       "optimal (from measured α and costs) · auto (optimal, and speculation off where "
+                                       "it does not pay; the auto draft always runs it)")
     c["chat"] = gr.Checkbox(value=True, label="Chat format (wrap the prompt in the target's chat template)")
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from specdec import fetch, presets
+from specdec.auto_choice import AUTO
 
 from .callbacks import Lab, make_settings
 from .models import describe_error
@@ -35,10 +36,11 @@ class PreloadState:
 PRELOAD = PreloadState()
 
 
-def warm_up(lab: Lab, target: str = presets.DEFAULT_TARGET, draft: str = presets.DEFAULT_DRAFT,
+def warm_up(lab: Lab, target: str = presets.DEFAULT_TARGET, draft: str = AUTO,
             state: PreloadState = PRELOAD, ensure: Callable = fetch.ensure_model) -> None:
     """Fetches PRELOAD_FETCH, then loads the pair into the shared (read-only) model cache and runs a few
-    tokens. If a model of the pair cannot be had, warms up the bundled family instead and records why.
+    tokens (the app's default draft, `auto`: its first run on a machine measures every candidate's costs,
+    auto_costs.py). If a model of the pair cannot be had, warms up the bundled family instead and records why.
     Never raises: the app keeps serving, and a later run shows its own error."""
     try:
         reason = fetch_first(state, (target, draft), ensure)

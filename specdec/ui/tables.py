@@ -10,7 +10,9 @@ import pandas as pd
 from specdec.theory import measured_alpha
 
 STEP_COLUMNS = ["step", "K", "drafted", "accepted", "final", "final kind", "emitted",
-                "draft ms", "verify ms", "other ms", "tree nodes"]
+                "draft ms", "verify ms", "other ms", "tree nodes", "decision"]
+TRACE_COLUMNS = ["step", "position", "role", "fate", "token_id", "text", "q", "p", "accept_prob", "uniform",
+                 "decision", "decision why"]
 
 
 def empty_table(columns) -> pd.DataFrame:
@@ -36,6 +38,7 @@ def steps_dataframe(events) -> pd.DataFrame:
         "verify ms": round(e.verify_time_s * 1e3, 2),
         "other ms": round(e.other_time_s * 1e3, 2),
         "tree nodes": e.tree_nodes or None,  # a tree step: nodes the target scored ("drafted": the branch shown)
+        "decision": e.decision,  # the auto schedule's: speculate / off / probe ("" under other schedules)
     } for e in events]
     return pd.DataFrame(rows, columns=STEP_COLUMNS)
 
@@ -43,24 +46,26 @@ def steps_dataframe(events) -> pd.DataFrame:
 def _draft_row(e, d) -> dict:
     fate = d.fate
     return {"step": e.index, "position": d.position, "role": "draft", "fate": fate, "token_id": d.token_id,
-            "text": d.text, "q": d.q, "p": d.p, "accept_prob": d.accept_prob, "uniform": d.uniform}
+            "text": d.text, "q": d.q, "p": d.p, "accept_prob": d.accept_prob, "uniform": d.uniform,
+            "decision": e.decision, "decision why": e.decision_why}
 
 
 def _final_row(e) -> dict:
     f = e.final
     return {"step": e.index, "position": f.position, "role": "target", "fate": f.kind, "token_id": f.token_id,
-            "text": f.text, "q": None, "p": f.p, "accept_prob": None, "uniform": None}
+            "text": f.text, "q": None, "p": f.p, "accept_prob": None, "uniform": None,
+            "decision": e.decision, "decision why": e.decision_why}
 
 
 def trace_dataframe(events) -> pd.DataFrame:
-    """The full trace, one row per proposed or emitted token, with q, p, min(1,p/q) and the draw."""
+    """The full trace, one row per proposed or emitted token, with q, p, min(1,p/q) and the draw, and the auto
+    schedule's decision for the token's step and why ("" under other schedules)."""
     rows = []
     for e in events:
         rows.extend(_draft_row(e, d) for d in e.drafted)
         if e.final is not None:
             rows.append(_final_row(e))
-    return pd.DataFrame(rows, columns=["step", "position", "role", "fate", "token_id", "text", "q", "p",
-                                       "accept_prob", "uniform"])
+    return pd.DataFrame(rows, columns=TRACE_COLUMNS)
 
 
 DEFINITIONS = {

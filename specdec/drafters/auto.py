@@ -1,0 +1,92 @@
+"""`auto`: the drafter (and K, or tree) the measured cost model predicts fastest for this target and prompt.
+
+It drafts nothing itself. decoding.Generation calls plan(prompt_ids, settings) before the run: the prompt's
+kind (auto_choice.prompt_kind), alpha per candidate from its model card, c and v(K) from this machine's
+cached probe (auto_costs.py, measured on first use), then auto_choice.choose. Generation runs the chosen
+drafter under the auto K schedule (schedules.AutoSchedule) with the choice's figures as its prior: K up to
+settings.k, speculation switched off while the run's own alpha says it does not pay, and back on.
+
+Candidates: the built-in drafters for the target (registry.builtin_specs) that have a model card with
+held-out figures (the SmolLM2 draft zoo); the re-tokenised draft (greedy only, no card) and prompt lookup
+(whose acceptance depends on how much the output copies the prompt; no card) are not candidates. A target
+without candidates runs target-only, saying why.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ..auto_choice import (AUTO, AUTO_DESCRIPTION, AutoChoice, card_alpha, card_mode, choose, pool_target_side,
+                           prompt_kind, read_card)
+from ..schedules import CostPrior
+from .base import Drafter
+from .spec import DrafterSpec
+
+
+def card_folder(name: str):
+    """The folder of a drafter's model card (the draft zoo's), or None."""
+    try:
+        from ..zoo.build import drafter_dir
+    except ImportError:
+        return None
+    return drafter_dir(name)
+
+
+def candidate_cards(candidates: list[DrafterSpec]) -> dict[str, dict]:
+    """{drafter name: model card} for the candidate drafters that have a card."""
+    cards = {}
+    for spec in candidates:
+        folder = card_folder(spec.name) if spec.name != AUTO else None
+        card = read_card(folder) if folder is not None else None
+        if card and card.get("figures"):
+            cards[spec.name] = card
+    return cards
+
+
+class AutoDrafter(Drafter):
+    """A placeholder that plans; the run drafts with the drafter it chose (decoding.Generation)."""
+
+    name = AUTO
+    family = "auto"
+    description = AUTO_DESCRIPTION
+
+    def __init__(self, target, candidates: list[DrafterSpec], load: Callable[[str], Drafter],
+                 say: Callable[[str], None] = lambda m: None):
+        """candidates: the built-in drafters it may choose (those with a model card count); load(name): one of
+        them, ready to draft for target (registry.build_auto passes registry.load_drafter)."""
+        super().__init__(target.real_vocab_size)
+        self.target, self.load, self.say = target, load, say
+        self.cards = candidate_cards(candidates)
+        self.loaded: dict[str, Drafter] = {}
+
+    def drafter(self, name: str) -> Drafter:
+        if name not in self.loaded:
+            self.loaded[name] = self.load(name)
+        return self.loaded[name]
+
+    def costs(self, k_max: int) -> dict:
+        """Every candidate's measured c and v(K) on this machine (cached; the first use probes each), the chain
+        candidates' v(K) pooled (auto_choice.pool_target_side)."""
+        from ..auto_costs import cached_costs, costs_for
+
+        out = {}
+        for name in self.cards:
+            out[name] = cached_costs(self.target, name, k_max) or costs_for(self.target, self.drafter(name), k_max,
+                                                                            say=self.say)
+        return pool_target_side(out)
+
+    def alphas(self, kind: str, mode: str) -> dict:
+        return {name: card_alpha(card, kind, mode) for name, card in self.cards.items()}
+
+    def plan(self, prompt_ids: list[int], settings) -> tuple[AutoChoice, Optional[Drafter], Optional[CostPrior]]:
+        """(the choice, the chosen drafter or None, the auto schedule's prior)."""
+        kind = prompt_kind(self.target.decode(list(prompt_ids)) if self.target.tokenizer is not None else "")
+        mode = card_mode(settings.mode == "sampling")
+        choice = choose(self.costs(settings.k), self.alphas(kind, mode), settings.k, kind, mode)
+        if choice.best is None:
+            return choice, None, None
+        costs = self.costs(settings.k)[choice.drafter]
+        prior = CostPrior(choice.best.alpha, dict(costs.c), dict(costs.v), tree=costs.tree)
+        return choice, self.drafter(choice.drafter), prior
+
+    def propose(self, seq, k, context):  # never reached: Generation drafts with the chosen drafter
+        raise RuntimeError("the auto drafter plans; Generation drafts with the drafter it chose")
