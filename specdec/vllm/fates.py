@@ -43,11 +43,12 @@ class AlignmentError(ValueError):
     pass
 
 
-def align_steps(chunk_sizes: list[int], accepted: list[int]) -> Alignment:
+def align_steps(chunk_sizes: list[int], accepted: list[int], allow_cut: bool = False) -> Alignment:
     """Splits the streamed tokens (chunk_sizes: tokens per chunk) into steps: the prefill's token, each
     verification step i (a_i + 1 tokens; the last may be cut short by max tokens or a stop token) and
     plain steps (1 token) wherever the chunk boundaries need them. Spec steps are tried first; `exact`
-    is False when another decomposition also fits."""
+    is False when another decomposition also fits. allow_cut: the last verification step may emit fewer than
+    a + 1 tokens (max tokens or a stop token ended the request inside it)."""
     tokens = sum(chunk_sizes)
     if tokens == 0:
         return Alignment((), (), True)
@@ -57,6 +58,7 @@ def align_steps(chunk_sizes: list[int], accepted: list[int]) -> Alignment:
         total += size
         ends.add(total)
     chunk_end = {t: min(e for e in ends if e > t) for t in range(tokens)}
+    starts = {0} | ends  # a cut step is the last chunk's only step (vLLM sends each step's delta on its own)
 
     @lru_cache(maxsize=None)
     def ways(t: int, i: int) -> int:
@@ -76,7 +78,7 @@ def align_steps(chunk_sizes: list[int], accepted: list[int]) -> Alignment:
             size = accepted[i] + 1
             if t + size <= end:
                 yield size, i + 1
-            elif i == len(accepted) - 1 and end == tokens:  # the last step, cut short by the request's end
+            elif allow_cut and i == len(accepted) - 1 and end == tokens and t in starts:  # cut by the request's end
                 yield tokens - t, i + 1
         yield 1, i
 
@@ -97,12 +99,14 @@ def align_steps(chunk_sizes: list[int], accepted: list[int]) -> Alignment:
 def align(chunk_sizes: list[int], accepted: list[int]) -> Alignment:
     """align_steps, falling back to ignoring chunk boundaries (one chunk) when they fit no decomposition
     (a server that merges steps' deltas differently); the result is then exact only without plain steps."""
-    try:
-        return align_steps(chunk_sizes, accepted)
-    except AlignmentError:
-        whole = align_steps([sum(chunk_sizes)], accepted)
-        plain = sum(1 for s in whole.spec_index[1:] if s is None)
-        return Alignment(whole.sizes, whole.spec_index, whole.exact and plain == 0)
+    for allow_cut in (False, True):  # a cut last step only where the tokens fit no other way
+        try:
+            return align_steps(chunk_sizes, accepted, allow_cut)
+        except AlignmentError:
+            continue
+    whole = align_steps([sum(chunk_sizes)], accepted, allow_cut=True)
+    plain = sum(1 for s in whole.spec_index[1:] if s is None)
+    return Alignment(whole.sizes, whole.spec_index, whole.exact and plain == 0)
 
 
 def build_events(token_ids: list[int], texts: list[str], chunk_sizes: list[int], chunk_times: list[float],
@@ -181,9 +185,7 @@ def visible_text(events: list[StepEvent]) -> str:
     """The output's text without the end-of-text token that stopped it (as the lab's engine prints it)."""
     text = "".join(e.emitted_text for e in events)
     last = events[-1] if events else None
-    if last is not None and last.stop_reason == "eos" and last.final is not None and last.emitted_text.endswith(last.final.text):
-        return text[: len(text) - len(last.final.text)]
-    if last is not None and last.stop_reason == "eos" and last.drafted and last.num_accepted:
-        cut = last.drafted[min(last.num_accepted, len(last.emitted_ids)) - 1].text
-        return text[: len(text) - len(cut)] if text.endswith(cut) else text
-    return text
+    if last is None or last.stop_reason != "eos" or not last.emitted_ids:
+        return text
+    eos = last.final.text if last.final is not None else last.drafted[len(last.emitted_ids) - 1].text
+    return text[: len(text) - len(eos)] if text.endswith(eos) else text

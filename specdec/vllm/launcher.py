@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -70,12 +71,12 @@ def free_port() -> int:
 def server_command(python: Path, spec: ServeSpec, port: int) -> list[str]:
     command = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", spec.target,
                "--served-model-name", spec.name, "--dtype", spec.dtype, "--max-model-len", str(spec.max_model_len),
-               "--host", "127.0.0.1", "--port", str(port), "--per-request-spec-decode-metrics", "detailed",
+               "--host", "127.0.0.1", "--port", str(port),
                "--tensor-parallel-size", str(spec.tensor_parallel_size),
                "--pipeline-parallel-size", str(spec.pipeline_parallel_size)]
     config = spec.speculative_config()
-    if config is not None:
-        command += ["--speculative-config", json.dumps(config)]
+    if config is not None:  # vLLM refuses the per-request record without speculation
+        command += ["--speculative-config", json.dumps(config), "--per-request-spec-decode-metrics", "detailed"]
     if spec.pipeline_parallel_size > 1:
         command += ["--distributed-executor-backend", "ray"]
     return command
@@ -143,7 +144,7 @@ def wait_healthy(records: list[dict], say: Say = print, timeout_s: float = HEALT
                 pending.remove(record)
             elif not alive(record["pid"]):
                 stop_all(records)
-                raise VllmError(f"the vLLM server for {record['url']} exited while starting: {log_tail(record)} "
+                raise VllmError(f"the vLLM server for {record['url']} exited while starting: {log_tail(record, error=True)} "
                                 f"(log {record['log']})")
         if pending and time.monotonic() - started > timeout_s:
             stop_all(records)
@@ -156,13 +157,13 @@ def wait_healthy(records: list[dict], say: Say = print, timeout_s: float = HEALT
             time.sleep(1.0)
 
 
-def log_tail(record: dict) -> str:
-    """The log's last meaningful line (an error line when there is one)."""
+def log_tail(record: dict, error: bool = False) -> str:
+    """The log's last line (error: its last error line, when there is one)."""
     try:
         lines = [line.strip() for line in Path(record["log"]).read_text(errors="replace").splitlines() if line.strip()]
     except OSError:
         return "no log"
-    errors = [line for line in lines if "Error" in line or "error:" in line]
+    errors = [line for line in lines if re.search(r"(Error|error)[:,]", line)] if error else []
     return ((errors or lines or ["no output yet"])[-1])[-300:]
 
 
