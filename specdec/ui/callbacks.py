@@ -132,6 +132,10 @@ class Lab:
         with session.timed_run():
             try:
                 settings = make_settings(k, temperature, top_p, top_k, max_new_tokens, seed, k_schedule)
+                if session.vllm is not None:  # the sidebar's engine: a vLLM server (vllm_engine.py)
+                    from .vllm_engine import generate as generate_on_vllm
+                    yield from generate_on_vllm(self, session, prompt, settings, chat is not False)
+                    return
                 prep = yield from self.prepare_pair(prompt, clean_whitespace, target, draft, target_custom,
                                                     draft_custom, chat)
                 view = yield from self.stream_run(session, prep, settings)
@@ -230,6 +234,9 @@ class Lab:
         event = session.event(step)
         if event is None:
             return {}
+        if session.last_run.vllm:
+            from .vllm_engine import inspector_note
+            return inspector_note(event)
         return {"inspect_plot": inspector.inspect_figure(event, position),
                 "inspect_details": inspector.inspect_details(event, position)}
 
