@@ -41,6 +41,9 @@ def add_vllm_parser(commands) -> None:
     serve.add_argument("--detach", action="store_true", help="leave the servers running and return "
                        "(stop them with `python -m specdec vllm stop`)")
     sub.add_parser("stop", help="stop every vLLM server the launcher started")
+    setup = sub.add_parser("setup", help="make (or reuse) the vLLM venv and print its python")
+    setup.add_argument("--venv", default=None, help="the vLLM venv (default: SPECDEC_VLLM_VENV or "
+                       "<model cache>/vllm-venv)")
 
 
 def add_engine_arguments(gen) -> None:
@@ -57,6 +60,13 @@ def run_vllm(args) -> int:
     if args.vllm_command == "stop":
         count = stop_all()
         err(f"Stopped {count} vLLM server{'s' if count != 1 else ''}.")
+        return 0
+    if args.vllm_command == "setup":
+        from pathlib import Path
+
+        from .venv import ensure_venv
+
+        print(ensure_venv(Path(args.venv).expanduser() if args.venv else None, say=err))
         return 0
     return serve(args)
 
