@@ -126,7 +126,8 @@ def cli(*args, timeout=180):
 
 def test_the_cli_prints_the_same_figures_and_the_speedup(servers):
     done = cli("generate", "--engine", "vllm", "--vllm-url", servers["ngram"]["url"], "--vllm-baseline-url",
-               servers["base"]["url"], "--prompt", PROMPTS[0], "--max-new-tokens", "24", timeout=400)
+               servers["base"]["url"], "--prompt", PROMPTS[0], "--max-new-tokens", "24", "--vllm-pairs", "6",
+               timeout=400)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip()
     for needle in ("acceptance by position", "mean acceptance length", "α (accepted / evaluated)",

@@ -9,7 +9,7 @@ import json
 import sys
 import time
 from ..events import DecodeSettings
-from ..measurement import INTERACTIVE
+from ..measurement import INTERACTIVE, Policy
 from . import engine as vllm_engine
 from .client import VllmError
 from .report import acceptance_lines, server_lines
@@ -54,6 +54,8 @@ def add_engine_arguments(gen) -> None:
     gen.add_argument("--vllm-baseline-url", default=None,
                      help="a vLLM server of the same target without speculation: measures the speedup")
     gen.add_argument("--vllm-model", default=None, help="the served model name to expect (default: the server's)")
+    gen.add_argument("--vllm-pairs", type=int, default=None,
+                     help="time exactly this many pairs (6 or more for an interval; default: the app's rule)")
 
 
 def run_vllm(args) -> int:
@@ -157,7 +159,7 @@ def run_generate_vllm(args, settings: DecodeSettings) -> int:
     done = vllm_engine.run(lead, ids, settings)
     estimate = None
     if baseline is not None:
-        for estimate in vllm_engine.measure_speedup(lead, baseline, ids, settings, policy=INTERACTIVE):
+        for estimate in vllm_engine.measure_speedup(lead, baseline, ids, settings, policy=pairs_policy(args.vllm_pairs)):
             err(f"measuring: {estimate.describe()}")
     if args.json:
         print(json.dumps(json_report(done, lead, baseline, estimate)))
@@ -166,6 +168,16 @@ def run_generate_vllm(args, settings: DecodeSettings) -> int:
     for line in server_lines(lead.info, baseline.info if baseline else None) + acceptance_lines(done, estimate):
         err(line)
     return 0
+
+
+def pairs_policy(pairs):
+    """INTERACTIVE (the app's rule), or exactly `pairs` pairs."""
+    if pairs is None:
+        return INTERACTIVE
+    if pairs < 1 or pairs > 200:
+        raise VllmError("--vllm-pairs must be between 1 and 200")
+    return Policy(min_repeats=pairs, floor_repeats=pairs, max_repeats=pairs, tolerance=0.0, budget_s=0.0,
+                  hard_budget_s=0.0)
 
 
 def json_report(done, lead, baseline, estimate) -> dict:
