@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..fetch import cache_dir
+from ..fetch import _process_alive, cache_dir
 from .client import VllmClient, VllmError
 
 METHODS = ("ngram", "draft_model", "eagle", "eagle3")
@@ -114,12 +114,16 @@ def start(python: Path, spec: ServeSpec, say: Say = print) -> dict:
 
 
 def alive(pid: int) -> bool:
+    """The process `pid` exists (fetch.py's check, for one pid)."""
+    return _process_alive(pid)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Some process of the group `pgid` exists."""
     try:
-        os.kill(pid, 0)
+        os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
     return True
 
 
@@ -199,16 +203,6 @@ def stop(record: dict) -> None:
             break
     _reap(pid)
     (state_dir() / f"{record['port']}.json").unlink(missing_ok=True)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def stop_all(which: Optional[list[dict]] = None) -> int:
