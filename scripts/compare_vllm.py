@@ -52,33 +52,40 @@ def pooled_positions(all_events: list[list]) -> list:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--draft-url", required=True)
+    parser.add_argument("--draft-url", default=None)
     parser.add_argument("--baseline-url", required=True)
     parser.add_argument("--k", type=int, default=3)
     parser.add_argument("--per-kind", type=int, default=2)
     parser.add_argument("--tokens", type=int, default=64)
-    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--dtype", default="float32", help="the lab target's dtype (auto: the measured path)")
+    parser.add_argument("--lab-draft", default="smollm2-135m-draft", help="the lab's zoo drafter to compare "
+                        "(smollm2-135m-draft, or smollm2-135m-eagle against a vLLM eagle server)")
+    parser.add_argument("--target-only", action="store_true", help="only the target-only tokens/s comparison")
     args = parser.parse_args()
 
-    lead = vllm_engine.connect(args.draft_url, speculative=True, record_for=record_for)
     base = vllm_engine.connect(args.baseline_url, speculative=False, record_for=record_for)
     target = specdec.load_model("smollm2-135m-instruct", dtype=args.dtype)
-    exported = specdec.load_drafter(str(export_draft("smollm2-135m-draft")), target)  # the target's dtype
-    zoo = specdec.load_drafter("smollm2-135m-draft", target)
     settings = DecodeSettings(max_new_tokens=args.tokens, k=args.k, temperature=0.0)
-    rows, events = {"lab (exported draft)": [], "lab (zoo drafter)": [], "vllm": []}, {k: [] for k in rows}
+    if args.target_only:
+        print(json.dumps(target_only(target, base, heldout_prompts(per_kind=1)["chat"][0], settings), indent=1))
+        return 0
+    lead = vllm_engine.connect(args.draft_url, speculative=True, record_for=record_for)
+    drafters = {"lab (zoo drafter)": specdec.load_drafter(args.lab_draft, target)}
+    if args.lab_draft == "smollm2-135m-draft":  # the exported folder as a plain draft model: vLLM's network
+        drafters["lab (exported draft)"] = specdec.load_drafter(str(export_draft(args.lab_draft)), target)
+    rows = {name: [] for name in [*drafters, "vllm"]}
+    events = {name: [] for name in rows}
     same_text = []
     for kind, prompts in heldout_prompts(per_kind=args.per_kind).items():
         for prompt in prompts:
             ids = specdec.encode_prompt(target, prompt, chat=True)
-            runs = {"lab (exported draft)": specdec.generate(target, exported, ids, settings).events,
-                    "lab (zoo drafter)": specdec.generate(target, zoo, ids, settings).events,
-                    "vllm": vllm_engine.run(lead, ids, settings).result.events}
+            runs = {name: specdec.generate(target, drafter, ids, settings).events for name, drafter in drafters.items()}
+            runs["vllm"] = vllm_engine.run(lead, ids, settings).result.events
             for name, evs in runs.items():
                 rows[name].append({"kind": kind, **figures(evs)})
                 events[name].append(evs)
             same_text.append([t for e in runs["vllm"] for t in e.emitted_ids] ==
-                             [t for e in runs["lab (exported draft)"] for t in e.emitted_ids])
+                             [t for e in runs["lab (zoo drafter)"] for t in e.emitted_ids])
     report = {name: {"pooled": pooled(r), "positions": pooled_positions(events[name]),
                      "per_prompt": [(r_["kind"], round(r_["mean_acceptance_length"] or 0, 2)) for r_ in r]}
               for name, r in rows.items()}
@@ -102,7 +109,7 @@ def target_only(target, base, prompt, settings) -> dict:
 
     for est in measure(lab_run, vllm_run, PAIRS):
         pass
-    return {"lab_tokens_per_s": est.lead_tokens_per_s, "vllm_tokens_per_s": est.follow_tokens_per_s,
+    return {"lab_path": f"{target.dtype}", "lab_tokens_per_s": est.lead_tokens_per_s, "vllm_tokens_per_s": est.follow_tokens_per_s,
             "ratio": est.describe(), "verdict": est.verdict, "tokens": est.new_tokens}
 
 

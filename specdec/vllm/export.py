@@ -19,7 +19,7 @@ from typing import Callable
 from ..fetch import cache_dir, ensure_model, is_fetchable
 from .client import VllmError
 
-EXPORTABLE = {"smollm2-135m-draft": "smollm2-135m-instruct"}  # zoo draft -> its target
+EXPORTABLE = {"smollm2-135m-draft": "smollm2-135m-instruct", "smollm2-135m-eagle": "smollm2-135m-instruct"}
 Say = Callable[[str], None]
 
 
@@ -55,15 +55,44 @@ def export_draft(name: str, say: Say = print, out: Path | None = None) -> Path:
     from ..zoo.build import drafter_dir, load_tensors, read_meta
 
     target_dir = Path(resolve_target(EXPORTABLE[name], say))
-    say(f"Exporting {name} as a transformers checkpoint for vLLM ({out})…")
+    say(f"Exporting {name} as a checkpoint for vLLM ({out})…")
     meta, own = read_meta(drafter_dir(name)), load_tensors(drafter_dir(name))
+    if name == "smollm2-135m-eagle":
+        tensors, layers = eagle_tensors(own), int(meta.get("layers", 1))
+        return _write(out, target_dir, tensors, layers, save_file, f"{name}: vLLM's EAGLE format (see eagle_tensors)")
     target = load_file(str(target_dir / "model.safetensors"))
     tensors = {"model.embed_tokens.weight": target["model.embed_tokens.weight"],
                "model.norm.weight": target["model.norm.weight"]}
     tensors.update({f"model.{key}": value for key, value in own.items() if key.startswith("layers.")})
+    return _write(out, target_dir, tensors, int(meta["layers"]), save_file,
+                  f"{name}: 2 own layers + the target's embedding, norm and tied head")
+
+
+def eagle_tensors(own: dict) -> dict:
+    """The zoo's EAGLE head in vLLM's EAGLE (v1, llama_eagle.py) layout: `fc` over [token embedding; feature]
+    (the zoo's is [feature; 14 x embedding], so its two column blocks swap and the embedding's is scaled), the
+    decoder layer under `layers.0.`; embedding and head come from the target. vLLM's EAGLE layer 0 has no input
+    RMSNorm (EAGLE-1's design), so the zoo layer's input_layernorm cannot be carried over: the exported head is
+    not the same function as the lab's, and it drafts over the whole vocabulary, not the 12,288-token one."""
+    from ..zoo.heads import EagleHead
+
+    fc = own["head.fc.weight"]
+    d = fc.shape[0]
+    tensors = {"fc.weight": torch_cat([fc[:, d:] * EagleHead.EMB_SCALE, fc[:, :d]])}
+    tensors.update({key[len("head."):]: value for key, value in own.items()
+                    if key.startswith("head.layers.") and "input_layernorm" not in key})
+    return tensors
+
+
+def torch_cat(blocks):
+    import torch
+
+    return torch.cat([b.float() for b in blocks], dim=1).to(blocks[0].dtype)
+
+
+def _write(out: Path, target_dir: Path, tensors: dict, layers: int, save_file, note: str) -> Path:
     config = json.loads((target_dir / "config.json").read_text())
-    config.update(num_hidden_layers=int(meta["layers"]), tie_word_embeddings=True,
-                  _specdec_export=f"{name}: 2 own layers + the target's embedding, norm and tied head")
+    config.update(num_hidden_layers=layers, tie_word_embeddings=True, _specdec_export=note)
     staging = out.with_name(out.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
