@@ -300,6 +300,7 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
             with gr.Tab("How it works", id="theory"):
                 gr.Markdown(THEORY)
                 gr.Markdown(families_markdown(), elem_id="drafter-families")
+                gr.Markdown(vllm_engine.HOW_IT_WORKS, elem_id="vllm-how")
                 c["theory_fit"] = gr.HTML(THEORY_FIT_EMPTY, elem_id="theory-fit", label="Theory vs measured",
                                           show_label=False)
         settings = _wire_generate(lab, c, session)

@@ -42,9 +42,12 @@ class VllmRun:
 
 
 def connect(url: str, model: Optional[str] = None, *, speculative: Optional[bool] = None,
-            record_for: Callable[[str], Optional[dict]] = lambda url: None) -> Server:
+            record_for: Optional[Callable[[str], Optional[dict]]] = None) -> Server:
     """Checks the server (reachable, vLLM, serves `model`; speculative True: has speculation, False: has
-    none) and reads what it runs. record_for(url): the launcher's record for that URL, if it started it."""
+    none) and reads what it runs. record_for(url): the launcher's record for that URL, if it started it
+    (default: launcher.record_for)."""
+    if record_for is None:
+        from .launcher import record_for
     client = VllmClient(url, model)
     info = server_info(client, record_for(client.url))
     if speculative is True:
