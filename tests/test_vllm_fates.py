@@ -85,3 +85,30 @@ def test_a_chunk_carrying_several_steps_splits_its_time():
     events, _ = events_for([1, 5], [1, 2], [2, 2])
     assert [len(e.emitted_ids) for e in events] == [1, 2, 3]
     assert events[1].other_time_s == pytest.approx(0.05) and events[2].other_time_s == pytest.approx(0.05)
+
+
+def test_the_ngram_replay_drafts_as_vllms_proposer():
+    from specdec.vllm.ngram_replay import propose
+
+    assert propose([1, 2, 3, 9, 1, 2, 3], 2, 3, 4, 100) == [9, 1, 2, 3]  # the longest n-gram first
+    assert propose([5, 1, 2, 7, 1, 2], 2, 3, 4, 100) == [7, 1, 2]  # never past the context's end
+    assert propose([1, 2, 8, 1, 2, 9, 1, 2], 2, 3, 4, 100) == [8, 1, 2, 9]  # the earliest occurrence
+    assert propose([1, 2, 3], 2, 3, 4, 100) == []
+    assert propose([1, 2, 8, 1, 2], 2, 3, 4, 6) == [8]  # capped by max_model_len
+
+
+def test_the_ngram_replay_places_plain_steps_and_names_rejected_drafts():
+    from specdec.vllm.ngram_replay import replay
+
+    config = {"prompt_lookup_min": 2, "prompt_lookup_max": 3, "num_speculative_tokens": 2}
+    # after [5, 6, 7, 1, 2, 9, 1, 2] vLLM would draft [9, 1] (what followed the earliest [1, 2]); a record saying
+    # one draft was accepted while the next token is 7, not 9, disagrees: no replay
+    steps = replay([5, 6, 7, 1, 2], [9, 1, 2, 7, 4], [1], [2], config, 100)
+    assert steps is None
+    steps = replay([5, 1, 2, 7, 3], [1, 2, 7, 4], [1], [2], config, 100)
+    assert steps == [(1, None, []), (1, None, []), (2, 0, [7, 3])]
+    events, alignment = build_events([1, 2, 7, 4], ["a", "b", "c", "d"], [1, 1, 2], [0.1, 0.2, 0.3], [1], [2],
+                                     "length", steps, text_of=lambda i: f"<{i}>")
+    assert alignment.exact and [e.k for e in events] == [0, 0, 2]
+    assert events[2].drafted[1].token_id == 3 and events[2].drafted[1].text == "<3>"
+    assert events[2].drafted[1].fate == "rejected" and events[2].final.text == "d"

@@ -169,6 +169,11 @@ class VllmClient:
         reply = self._json("/tokenize", {"model": self.resolve_model(), "prompt": text, "add_special_tokens": True})
         return [int(t) for t in reply.get("tokens", [])]
 
+    def detokenize(self, token_id: int) -> str:
+        """One token's text, as the served model's tokenizer writes it."""
+        return str(self._json("/detokenize", {"model": self.resolve_model(), "tokens": [int(token_id)]})
+                   .get("prompt", ""))
+
     # --- generating -------------------------------------------------------------------------------------
     def stream(self, prompt_ids: list[int], max_tokens: int, *, temperature: float = 0.0, seed: Optional[int] = 0,
                exact_tokens: bool = False, top_p: Optional[float] = None,

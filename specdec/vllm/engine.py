@@ -15,6 +15,7 @@ from ..events import DecodeSettings, RunResult
 from ..measurement import INTERACTIVE, Measurement, Policy, Timing, measure
 from .client import Completion, VllmClient, VllmError
 from .fates import Alignment, AlignmentError, build_events, run_result
+from .ngram_replay import replay
 from .server_info import ServerInfo, require_baseline, require_speculation, server_info
 
 
@@ -114,13 +115,34 @@ def colour(server: Server, prompt_ids: list[int], settings: DecodeSettings, done
                         f"--per-request-spec-decode-metrics detailed (`python -m specdec vllm serve` does)")
     accepted = list((spec or {}).get("per_step_accepted") or [])
     drafted = list((spec or {}).get("per_step_drafted") or [])
+    replayed, text_of = replay_ngram(server, prompt_ids, done, accepted, drafted)
     try:
         events, alignment = build_events(done.token_ids, done.texts, [len(c.token_ids) for c in done.chunks],
-                                         [c.arrived_s for c in done.chunks], accepted, drafted, done.finish_reason)
+                                         [c.arrived_s for c in done.chunks], accepted, drafted, done.finish_reason,
+                                         replayed, text_of)
     except AlignmentError as exc:
         raise VllmError(f"vLLM's per-step record does not fit its tokens: {exc}") from None
     result = run_result(events, prompt_ids, done.wall_s, settings, server.info.model, server.label)
     return VllmRun(result, alignment, spec, done)
+
+
+def replay_ngram(server: Server, prompt_ids: list[int], done: Completion, accepted: list[int], drafted: list[int]):
+    """(steps, text_of) from replaying vLLM's ngram drafting (ngram_replay.py) when the server runs ngram with a
+    known configuration (the launcher's record) and the replay agrees with vLLM's record; else (None, None)."""
+    config = server.info.speculative_config or {}
+    if config.get("method") != "ngram" or not accepted or not server.info.max_model_len:
+        return None, None
+    steps = replay(prompt_ids, done.token_ids, accepted, drafted, config, server.info.max_model_len)
+    if steps is None:
+        return None, None
+    known = dict(zip(done.token_ids, done.texts))
+
+    def text_of(token_id: int) -> str:
+        if token_id not in known:
+            known[token_id] = server.client.detokenize(token_id)
+        return known[token_id]
+
+    return steps, text_of
 
 
 def run(server: Server, prompt_ids: list[int], settings: DecodeSettings) -> VllmRun:

@@ -110,14 +110,19 @@ def align(chunk_sizes: list[int], accepted: list[int]) -> Alignment:
 
 
 def build_events(token_ids: list[int], texts: list[str], chunk_sizes: list[int], chunk_times: list[float],
-                 accepted: list[int], drafted: list[int], stop_reason: Optional[str] = None
-                 ) -> tuple[list[StepEvent], Alignment]:
-    """StepEvents for a vLLM completion: accepted drafts, rejected and unchecked drafts ("?"), and the
-    target's token that ends each step (correction / bonus; "target" for the prefill and plain steps).
-    chunk_times: each chunk's arrival, in seconds since the request was sent."""
+                 accepted: list[int], drafted: list[int], stop_reason: Optional[str] = None,
+                 replayed: Optional[list] = None, text_of=None) -> tuple[list[StepEvent], Alignment]:
+    """StepEvents for a vLLM completion: accepted drafts, rejected and unchecked drafts ("?" unless known), and
+    the target's token that ends each step (correction / bonus; "target" for the prefill and plain steps).
+    chunk_times: each chunk's arrival, in seconds since the request was sent. replayed: the steps of an ngram
+    replay (ngram_replay.replay), exact, with each step's proposal; text_of(id): a proposed token's text."""
     if len(accepted) != len(drafted):
         raise AlignmentError(f"per_step_accepted has {len(accepted)} entries, per_step_drafted {len(drafted)}")
-    alignment = align(chunk_sizes, accepted)
+    if replayed is not None:
+        alignment = Alignment(tuple(s for s, _, _ in replayed), tuple(i for _, i, _ in replayed), True)
+        proposals = [p for _, _, p in replayed]
+    else:
+        alignment, proposals = align(chunk_sizes, accepted), None
     step_times = _step_times(alignment.sizes, chunk_sizes, chunk_times)
     events, t = [], 0
     for index, (size, spec) in enumerate(zip(alignment.sizes, alignment.spec_index)):
@@ -125,14 +130,22 @@ def build_events(token_ids: list[int], texts: list[str], chunk_sizes: list[int],
         t += size
         a, d = (accepted[spec], drafted[spec]) if spec is not None else (0, 0)
         last = t == len(token_ids)
-        events.append(_event(index, ids, pieces, a, d, step_times[index], last, stop_reason))
+        proposal = proposals[index] if proposals else []
+        events.append(_event(index, ids, pieces, a, d, step_times[index], last, stop_reason, proposal, text_of))
     return events, alignment
 
 
-def _event(index, ids, pieces, a, d, seconds, last, stop_reason) -> StepEvent:
-    drafts = [DraftToken(position=j, token_id=ids[j] if j < a and j < len(ids) else -1,
-                         text=pieces[j] if j < a and j < len(pieces) else NOT_EXPOSED,
-                         q=None, p=None, accept_prob=None, uniform=None, accepted=j < a, evaluated=j <= a)
+def _event(index, ids, pieces, a, d, seconds, last, stop_reason, proposal=(), text_of=None) -> StepEvent:
+    def draft_id(j):
+        return ids[j] if j < a and j < len(ids) else (proposal[j] if j < len(proposal) else -1)
+
+    def draft_text(j):
+        if j < a and j < len(pieces):
+            return pieces[j]
+        return text_of(proposal[j]) if j < len(proposal) and text_of is not None else NOT_EXPOSED
+
+    drafts = [DraftToken(position=j, token_id=draft_id(j), text=draft_text(j), q=None, p=None, accept_prob=None,
+                         uniform=None, accepted=j < a, evaluated=j <= a)
               for j in range(d)]
     final = None
     if len(ids) == a + 1:

@@ -105,7 +105,7 @@ def start(python: Path, spec: ServeSpec, say: Say = print) -> dict:
                                    stdin=subprocess.DEVNULL, env=server_env(python), start_new_session=True)
     record = {"pid": process.pid, "url": f"http://127.0.0.1:{port}", "port": port, "log": str(log),
               "model": spec.name, "target": spec.target, "method": spec.method, "k": spec.k if spec.method else None,
-              "draft": spec.draft, "dtype": spec.dtype, "tensor_parallel_size": spec.tensor_parallel_size,
+              "draft": spec.draft, "dtype": spec.dtype, "speculative_config": spec.speculative_config(), "tensor_parallel_size": spec.tensor_parallel_size,
               "pipeline_parallel_size": spec.pipeline_parallel_size, "started": time.time()}
     (folder / f"{port}.json").write_text(json.dumps(record, indent=1) + "\n")
     say(f"Starting {'baseline (no speculation)' if spec.method is None else f'{spec.method} K={spec.k}'} vLLM server "

@@ -52,6 +52,7 @@ class ServerInfo:
     draft: str = NOT_EXPOSED
     dtype: str = NOT_EXPOSED
     parallelism: str = NOT_EXPOSED
+    speculative_config: Optional[dict] = None  # as the launcher passed it (ngram_replay needs its n-gram sizes)
 
     def describe(self) -> str:
         """One line: model, method, K, dtype, parallelism, version."""
@@ -115,6 +116,7 @@ def server_info(client: VllmClient, record: Optional[dict] = None) -> ServerInfo
         info.method = record.get("method") or "none"
         info.draft = record.get("draft") or ""
         info.dtype = record.get("dtype") or NOT_EXPOSED
+        info.speculative_config = record.get("speculative_config")
         info.parallelism = (f"tensor parallel {record.get('tensor_parallel_size', 1)} × pipeline parallel "
                             f"{record.get('pipeline_parallel_size', 1)}")
     return info
