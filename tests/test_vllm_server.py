@@ -98,6 +98,9 @@ def test_fates_account_for_every_token_and_every_step(servers, method):
             assert len(e.emitted_ids) == e.num_accepted + 1
         assert sum(len(e.emitted_ids) for e in events) == len(run.completion.token_ids)
         assert run.result.metrics.acceptance_rate == pytest.approx(spec["draft_acceptance_rate"])
+        assert run.alignment.exact  # draft_model: every step drafts; ngram: vLLM's proposer replayed (ngram_replay)
+        if method == "ngram":  # the replay names the drafts vLLM rejected
+            assert all(d.token_id >= 0 and d.text != "?" for e in events for d in e.drafted)
 
 
 def test_the_measured_speedup_has_the_measurements_structure(servers):

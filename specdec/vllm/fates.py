@@ -8,8 +8,9 @@ them. The output token ids (streamed with `return_token_ids`) then read as:
 
 where the target token closing a step is a **bonus** when a_i = d_i and a **correction** otherwise (the
 same fates as the lab's engine). Decoding steps in which the drafter proposed nothing (ngram found no
-match) are not in vLLM's lists: each adds one plain target token somewhere. Their places come from the
-stream: vLLM sends each engine step's tokens in one delta, so a chunk never splits a step and the chunk
+match) are not in vLLM's lists: each adds one plain target token somewhere. For ngram the lab replays vLLM's
+proposer (ngram_replay.py), which places them exactly and names the rejected drafts; otherwise, or when the
+replay disagrees with vLLM's record, their places come from the stream: vLLM sends each engine step's tokens in one delta, so a chunk never splits a step and the chunk
 sizes fix where plain steps fall. When two decompositions fit (a plain step next to a step that accepted
 nothing: both one token) the order is a guess, and `Alignment.exact` says so.
 

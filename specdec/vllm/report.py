@@ -16,7 +16,8 @@ from __future__ import annotations
 from ..metrics import position_counts
 from ..theory import measured_alpha
 
-NOT_AVAILABLE = "not available from vLLM: the draft's q, the target's p, the uniform draws, rejected draft tokens' ids"
+NOT_AVAILABLE = ("not available from vLLM: the draft's q, the target's p, the uniform draws, and (but for ngram, "
+                 "whose drafting the lab replays) the rejected draft tokens' ids")
 
 
 def acceptance_by_position_text(events) -> str:
