@@ -203,3 +203,26 @@ def test_a_server_that_dies_mid_stream_gives_one_clear_error(servers):
     assert "mid-stream" in str(caught.value) or "ended before" in str(caught.value), caught.value
     assert launcher.group_members(record["pid"]) == []
     assert not VllmClient(record["url"]).health()
+
+
+def test_serve_stops_its_servers_on_ctrl_c():
+    """`python -m specdec vllm serve` holds its server until Ctrl-C (SIGINT), then stops its whole process group."""
+    import signal
+
+    _venv_or_skip()
+    serve = subprocess.Popen([sys.executable, "-m", "specdec", "vllm", "serve", "--method", "none", "--dtype",
+                              "float32", "--max-model-len", "512"], cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = serve.stdout.readline()  # "baseline: URL" once /health answers
+        assert line.startswith("baseline: http://127.0.0.1:"), line
+        url = line.split()[1]
+        record = launcher.record_for(url)
+        assert record is not None and VllmClient(url).health()
+        serve.send_signal(signal.SIGINT)
+        assert serve.wait(timeout=60) == 0
+        assert launcher.group_members(record["pid"]) == [] and not VllmClient(url).health()
+        assert launcher.record_for(url) is None
+    finally:
+        if serve.poll() is None:
+            serve.kill()

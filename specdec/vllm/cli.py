@@ -122,8 +122,17 @@ def serve(args) -> int:
     return hold(started)
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def hold(started: list[dict]) -> int:
-    """Keeps the servers until Ctrl-C (then stops them); reports a server that exits on its own."""
+    """Keeps the servers until Ctrl-C or SIGTERM (then stops them); reports a server that exits on its own.
+    Both signals are handled here, so the servers are stopped even where SIGINT was ignored (a background job)."""
+    import signal
+
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     err("Serving; Ctrl-C stops the servers.")
     try:
         while all(alive(r["pid"]) for r in started):
