@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--num-samples", type=int, default=1, help="independent samples from one seeded generator")
     gen.add_argument("--json", action="store_true", help="print one JSON object")
+    from .vllm.cli import add_engine_arguments, add_vllm_parser
+
+    add_engine_arguments(gen)
 
     bench = commands.add_parser("bench", help="ours vs transformers, greedy: target only (no --draft), "
                                 "prompt-lookup, or a draft model")
@@ -74,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .space_deploy import add_deploy_parser
     add_deploy_parser(commands)
+    add_vllm_parser(commands)
     return parser
 
 
@@ -158,6 +162,9 @@ def run_generate(args) -> int:
     settings = DecodeSettings(args.max_new_tokens, k, args.temperature, args.top_k, args.top_p, args.seed,
                               k_schedule=schedule)
     validate(settings)  # before loading anything
+    if args.engine == "vllm":  # a running vLLM server (specdec/vllm/, docs/vllm.md)
+        from .vllm.cli import run_generate_vllm
+        return run_generate_vllm(args, settings, parse_ids)
     target, draft = load_pair(args)
     ids = prompt_ids(args, target)
     generator = torch.Generator(device=target.device).manual_seed(args.seed)
@@ -257,6 +264,9 @@ def main(argv=None) -> int:
         if args.command == "deploy":
             from .space_deploy import run_deploy
             return run_deploy(args)
+        if args.command == "vllm":
+            from .vllm.cli import run_vllm
+            return run_vllm(args)
         return commands[args.command](args)
     except SpecDecError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -21,7 +21,7 @@ torch.set_num_threads(1)
 # test_zoo_heads' greedy tests, test_zoo_shipped) and chi-square tests on small models (test_distribution_paths'
 # per-token laws, test_engine_distribution's broken-verifier check, test_warpers, test_eos, test_lossless,
 # test_verifier, test_mutations).
-SLOW_MODULES = re.compile(r"test_browser\w*|test_\w+_api|test_training_pipeline")
+SLOW_MODULES = re.compile(r"test_browser\w*|test_\w+_api|test_training_pipeline|test_vllm_server")
 SLOW_TESTS = {
     "test_head_drafter_samples_follow_the_target_distribution",       # three trained heads, 100-200 s each
     "test_sampled_tree_steps_follow_the_target_distribution",

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from specdec.ui.callbacks import Lab, Throttle, make_settings
+from specdec.ui.callbacks import Lab, make_settings
+from specdec.ui.throttle import Throttle
 from specdec.ui.session import Session
 from ui_fakes import FakeEngine
 

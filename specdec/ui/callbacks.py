@@ -26,20 +26,7 @@ from .plots import run_figures, throughput_figure
 from .render import render_error, render_status, render_tokens
 from .session import RunView, Session
 from .tables import export_trace, steps_dataframe
-
-
-class Throttle:
-    """True at most once per `interval_s` (the first call is always True)."""
-
-    def __init__(self, interval_s: float, clock=time.monotonic):
-        self.interval_s, self.clock, self.last = interval_s, clock, None
-
-    def ready(self) -> bool:
-        now = self.clock()
-        if self.last is not None and now - self.last < self.interval_s:
-            return False
-        self.last = now
-        return True
+from .throttle import Throttle
 
 
 @dataclass
@@ -132,6 +119,10 @@ class Lab:
         with session.timed_run():
             try:
                 settings = make_settings(k, temperature, top_p, top_k, max_new_tokens, seed, k_schedule)
+                if session.vllm is not None:  # the sidebar's engine: a vLLM server (vllm_engine.py)
+                    from .vllm_engine import generate as generate_on_vllm
+                    yield from generate_on_vllm(self, session, prompt, settings, chat is not False)
+                    return
                 prep = yield from self.prepare_pair(prompt, clean_whitespace, target, draft, target_custom,
                                                     draft_custom, chat)
                 view = yield from self.stream_run(session, prep, settings)
@@ -231,6 +222,9 @@ class Lab:
         event = session.event(step)
         if event is None:
             return {}
+        if session.last_run.vllm:
+            from .vllm_engine import inspector_note
+            return inspector_note(event)
         return {"inspect_plot": inspector.inspect_figure(event, position),
                 "inspect_details": inspector.inspect_details(event, position)}
 

@@ -13,7 +13,7 @@ from specdec.zoo.families import families_markdown
 from . import race as race_tab
 from . import cost_tab
 from . import lossless_tab
-from . import report, sweep_view, tour
+from . import report, sweep_view, tour, vllm_engine
 from .callbacks import Lab
 from .controls import run_controls
 from .preload import preload_update
@@ -222,6 +222,7 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
         session = gr.State(Session())
         c["run_id"] = gr.Textbox("", visible=False, label="Run id")  # a slot for the ids RUN_JS / STOP_JS send
         with gr.Sidebar(label="Models & decoding", width=330):
+            vllm_engine.build_engine_controls(c)
             _model_controls(c)
             _decoding_controls(c)
         gr.Markdown(INTRO)
@@ -241,9 +242,11 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
             with gr.Tab("How it works", id="theory"):
                 gr.Markdown(THEORY)
                 gr.Markdown(families_markdown(), elem_id="drafter-families")
+                gr.Markdown(vllm_engine.HOW_IT_WORKS, elem_id="vllm-how")
                 c["theory_fit"] = gr.HTML(THEORY_FIT_EMPTY, elem_id="theory-fit", label="Theory vs measured",
                                           show_label=False)
         settings = _wire_generate(lab, c, session)
+        vllm_engine.wire_engine_controls(on, c, session)
         _wire_race_and_sweep(lab, c, session, settings)
         lossless_tab.wire(lab, c, session, settings)
         cost_tab.wire(lab, c, session)

@@ -13,7 +13,8 @@ import plotly.graph_objects as go
 from specdec import lossless
 from specdec.verifier_faults import CHOICES, REAL, choose_verifier
 
-from .callbacks import Lab, Throttle, error_update, make_settings
+from .callbacks import Lab, error_update, make_settings
+from .throttle import Throttle
 from .controls import run_controls
 from .plots import COLORS, style_figure
 from .render import render_key_result, render_status

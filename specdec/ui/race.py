@@ -13,7 +13,8 @@ from html import escape
 
 from specdec.theory import RunStats, compute_stats
 
-from .callbacks import Lab, Throttle, error_update, final_status, make_settings, measuring_status
+from .callbacks import Lab, error_update, final_status, make_settings, measuring_status
+from .throttle import Throttle
 from .render import render_key_result, render_status, render_tokens
 from .session import Session
 

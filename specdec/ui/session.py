@@ -19,12 +19,14 @@ class RunView:
     estimate: Any = None  # specdec.measurement.Estimate of the speedup, once measuring has begun
     exports: list = field(default_factory=list)
     stopped: bool = False
+    vllm: bool = False  # run on a vLLM server (vllm_engine.py): p, q and the draws are not known
 
 
 @dataclass
 class Session:
     last_run: Optional[RunView] = None
     measurements: dict = field(default_factory=dict)  # measurement.config_key -> Measurement (this session's)
+    vllm: Any = None  # vllm_engine.VllmChoice when the sidebar's engine is "vLLM server"
     running: bool = False
     sweep_rows: list = field(default_factory=list)
     run_id: str = ""  # the timed run in progress, or the last one

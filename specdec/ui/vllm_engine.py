@@ -1,0 +1,206 @@
+"""Generate on a running vLLM server: the sidebar's engine choice, and a run streamed, coloured and measured.
+
+The choice lives in the browser session (Session.vllm): Lab.generate hands the run here when it is set, so
+the Generate button, its Stop and its outputs are the lab's own. Tokens stream as vLLM sends them (plain
+until the final chunk brings the request's per-step acceptance), then take their fates, with the lab's
+renderers, cards and plots; what vLLM does not expose (p, q, the draws, rejected drafts' ids) is said so.
+With a baseline server the speedup is measured with specdec/measurement.py's rules.
+
+On a public deployment (SPACE_ID set) users cannot give URLs: only the operator's SPECDEC_VLLM_URL (and
+SPECDEC_VLLM_BASELINE_URL) are used, and without them the vLLM engine is off.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+import gradio as gr
+
+from specdec.measurement import INTERACTIVE
+from specdec.theory import compute_stats, result_stats
+from specdec.vllm import engine as vllm_engine
+from specdec.vllm.client import VllmError
+from specdec.vllm.launcher import record_for
+from specdec.vllm.report import NOT_AVAILABLE, alignment_text, vllm_figures_text
+
+from .cards import _card, alpha_note, render_cards
+from .plots import acceptance_by_position_figure, accepted_length_figure
+from .render import render_status, render_tokens
+from .session import RunView
+from .tables import steps_dataframe
+from .throttle import Throttle
+
+LAB, VLLM = "SpecDec Lab engine", "vLLM server"
+ENGINES = (LAB, VLLM)
+
+
+@dataclass(frozen=True)
+class VllmChoice:
+    url: str
+    baseline: Optional[str] = None
+
+
+def public_deployment() -> bool:
+    return bool(os.environ.get("SPACE_ID"))
+
+
+def operator_urls() -> tuple[str, str]:
+    return os.environ.get("SPECDEC_VLLM_URL", "").strip(), os.environ.get("SPECDEC_VLLM_BASELINE_URL", "").strip()
+
+
+def build_engine_controls(c: dict) -> None:
+    """The sidebar's engine radio and the server URLs (fixed by the operator on a public deployment)."""
+    url, baseline = operator_urls()
+    locked = public_deployment()
+    c["engine"] = gr.Radio(list(ENGINES), value=LAB, label="Engine", elem_id="engine",
+                           interactive=not locked or bool(url),
+                           info="vLLM server: a running vLLM with speculative decoding (docs/vllm.md)")
+    c["vllm_url"] = gr.Textbox(url, label="vLLM server URL", placeholder="http://127.0.0.1:8000",
+                               interactive=not locked, elem_id="vllm-url")
+    c["vllm_baseline_url"] = gr.Textbox(baseline, label="Baseline server URL (same target, no speculation)",
+                                        placeholder="for the measured speedup", interactive=not locked,
+                                        elem_id="vllm-baseline-url")
+    c["engine_note"] = gr.Markdown(engine_note(locked, url), elem_id="engine-note")
+
+
+def engine_note(locked: bool, url: str) -> str:
+    if locked and not url:
+        return "The vLLM engine is off on this deployment (its operator sets SPECDEC_VLLM_URL to turn it on)."
+    if locked:
+        return "vLLM server: set by this deployment's operator."
+    return "`python -m specdec vllm serve --method ngram --baseline` starts a pair and prints their URLs."
+
+
+def choose_engine(session, engine, url, baseline) -> dict:
+    """Records the choice in the session; on a public deployment only the operator's URLs are used."""
+    if engine != VLLM:
+        session.vllm = None
+        return {"engine_note": engine_note(public_deployment(), operator_urls()[0])}
+    if public_deployment():
+        url, baseline = operator_urls()
+        if not url:
+            session.vllm = None
+            return {"engine_note": engine_note(True, ""), "engine": LAB}
+    session.vllm = VllmChoice((url or "").strip(), (baseline or "").strip() or None)
+    return {"engine_note": f"Generate runs on the vLLM server at {session.vllm.url or '(no URL yet)'}"
+                           + (f", measured against {session.vllm.baseline}." if session.vllm.baseline else
+                              " (give a baseline server for a measured speedup).")}
+
+
+def wire_engine_controls(on, c: dict, session) -> None:
+    outputs = {"engine_note": c["engine_note"], "engine": c["engine"]}
+    for trigger in (c["engine"].change, c["vllm_url"].change, c["vllm_baseline_url"].change):
+        on(trigger, choose_engine, [session, c["engine"], c["vllm_url"], c["vllm_baseline_url"]], outputs,
+           api_visibility="private")
+
+
+# --- a run ------------------------------------------------------------------------------------------
+
+def generate(lab, session, prompt, settings, chat: bool = True):
+    """Generator of {output: value} updates (Lab.generate's, for a vLLM server); errors go to Lab.generate."""
+    choice: VllmChoice = session.vllm
+    yield {"status": render_status(f"Connecting to the vLLM server at {choice.url}…"), "error": ""}
+    lead = vllm_engine.connect(choice.url, speculative=True, record_for=record_for)
+    baseline = None
+    if choice.baseline:
+        baseline = vllm_engine.connect(choice.baseline, lead.info.model, speculative=False, record_for=record_for)
+        vllm_engine.check_same_model(lead, baseline)
+    if settings.k_schedule != "constant":
+        raise VllmError("a vLLM server's K is fixed when it starts: choose the constant K schedule")
+    ids = vllm_engine.encode(lead, prompt, chat)
+    settings = settings.__class__(**{**settings.__dict__, "k": lead.info.k or settings.k})
+    view, run = yield from stream(lab, session, lead, ids, prompt, settings)
+    if view.stopped:
+        yield finish(view, run, lead, status="Stopped: no speedup is measured for a partial run.")
+        return
+    if baseline is None:
+        yield finish(view, run, lead, status=f"Done on vLLM ({lead.info.method}, K={lead.info.k}). Give a baseline "
+                                             f"server URL for a measured speedup.")
+        return
+    yield finish(view, run, lead, note="measuring…", status="Measuring the speedup against the baseline server…")
+    for view.estimate in vllm_engine.measure_speedup(lead, baseline, ids, settings, cache=session.measurements,
+                                                    policy=lab.policy, should_stop=lambda: session.stop_requested):
+        if not view.estimate.final:
+            yield {"cards": cards(view, run, lead), "status": render_status(f"Measuring: {view.estimate.describe()}…")}
+    yield finish(view, run, lead, status=f"Done. Speedup vs the baseline server: {view.estimate.describe()}.")
+
+
+def stream(lab, session, lead, ids, prompt, settings):
+    """Streams the completion (plain tokens until vLLM's record arrives); returns (RunView, VllmRun)."""
+    gen, tokens = vllm_engine.stream_run(lead, ids, settings), Throttle(lab.token_interval_s)
+    events, run, stopped = [], None, False
+    while True:
+        try:
+            events = next(gen)
+        except StopIteration as stop:
+            run = stop.value
+            break
+        if session.stop_requested:
+            gen.close()
+            stopped = True
+            break
+        if tokens.ready():
+            yield {"tokens": render_tokens(events, prompt, streaming=True, step_marks=False),
+                   "cards": render_cards(compute_stats(events)),
+                   "status": render_status("Streaming from vLLM: fates arrive with its final chunk…")}
+    if run is None:  # stopped: show what arrived, uncoloured
+        run = _partial(lead, ids, settings, events)
+    session.last_run = RunView(prompt, run.result.events, run.result, stopped=stopped, vllm=True)
+    return session.last_run, run
+
+
+def _partial(lead, ids, settings, events):
+    from specdec.vllm.fates import Alignment, run_result
+
+    result = run_result(events, ids, sum(e.other_time_s for e in events), settings, lead.info.model, lead.label)
+    return vllm_engine.VllmRun(result, Alignment((), (), False), None, None)
+
+
+def cards(view: RunView, run, lead, note: str = "") -> str:
+    """The lab's cards (acceptance rate with α, tokens per target forward, tokens/s, the measured speedup)
+    and vLLM's: its own figures, what the server runs, what it does not expose."""
+    html = render_cards(result_stats(view.result), view.estimate, None, note, "", alpha_note(view.events))
+    length = (run.spec or {}).get("mean_acceptance_length")
+    extra = [_card("vLLM mean acceptance length", "–" if length is None else f"{length:.2f}",
+                   vllm_figures_text(run.spec), "vllm"),
+             _card("vLLM server", f"{lead.info.method}, K={lead.info.k}", lead.info.describe(), "vllm_server"),
+             _card("Not available from vLLM", "p, q, draws", f"{NOT_AVAILABLE}. {alignment_text(run.alignment)}",
+                   "vllm_missing")]
+    return html[: -len("</div>")] + "".join(extra) + "</div>"
+
+
+def finish(view: RunView, run, lead, note: str = "", status: str = "") -> dict:
+    return {"tokens": render_tokens(view.events, view.prompt, empty_note="(no tokens)"),
+            "cards": cards(view, run, lead, note),
+            "plot_acceptance": acceptance_by_position_figure(view.events),
+            "plot_lengths": accepted_length_figure(view.events),
+            "steps_table": steps_dataframe(view.events),
+            "status": render_status(status), "error": ""}
+
+
+def inspector_note(event) -> dict:
+    """The inspector for a vLLM run: the step's fates, and no p/q plot (vLLM does not expose them)."""
+    return {"inspect_details": f'<div class="explain">Step {event.index}: {event.k} drafted, {event.num_accepted} '
+                               f'accepted. {NOT_AVAILABLE}.</div>'}
+
+
+HOW_IT_WORKS = """### The same views on vLLM (docs/vllm.md)
+With **Engine: vLLM server** in the sidebar, Generate streams a running vLLM server's tokens and colours each from
+vLLM's per-request record (`per_step_accepted` / `per_step_drafted`): step i gives its accepted drafts, then one
+token of the target's, a correction or a bonus. vLLM's *draft acceptance rate* is the lab's acceptance rate; its
+*mean acceptance length* (1 + accepted / verification steps, bonus included) leaves out the prefill's token and
+steps that drafted nothing. p, q and the draws are not exposed by vLLM, so the inspector shows none.
+
+Measured on this project's 2-core Intel Xeon (AMX), shared with other work, six held-out prompts, 64 tokens,
+greedy, K = 3, float32, the zoo's draft exported for vLLM (`scripts/compare_vllm.py`):
+
+| | lab engine | vLLM `draft_model` |
+|---|---|---|
+| mean acceptance length (1 + accepted / verification steps) | 1.88 | 1.89 |
+| acceptance at draft positions 1 / 2 / 3 | 0.53 / 0.23 / 0.12 | 0.54 / 0.24 / 0.12 |
+| output tokens identical | | 6 of 6 prompts |
+
+The small differences come from the end of a request: the lab never drafts past max new tokens, vLLM always
+drafts K and cuts.
+"""

