@@ -5,7 +5,7 @@ interval), on held-out chat prompts and on a prompt where every drafter loses.
 The contestants take turns pair by pair (round robin), so that load from other processes hits them alike; each
 contestant's own pairs alternate which side runs first. Prints one line per (prompt, contestant) and the JSON.
 
-    python scripts/measure_auto.py [--pairs 6] [--tokens 64]
+    python scripts/measure_auto.py [--pairs 6] [--tokens 64] [--prompts story,octopuses]
 """
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ PROMPTS = {
     "chat: octopuses": "I want to understand octopuses. Where should I start?",
     "chat: lighthouses": "What should everyone know about lighthouses?",
     "losing: French poem": "Écris un court poème sur la mer, en français.",
+    # a long answer where every drafter loses: auto has room to learn that speculation does not pay
+    "losing: French story": "Raconte une longue histoire en français sur un vieux pêcheur et la mer.",
 }
 # the fixed pairs that led on this machine (docs/benchmarks.md: a first round with eagle K=4, draft K=2 and the 8-node
 # tree as well had them behind)
@@ -71,12 +73,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=6)
     parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--prompts", default="", help="only the prompts whose label contains one of these words "
+                                                      "(comma-separated), e.g. 'story'")
     args = parser.parse_args()
+    wanted = [w for w in args.prompts.split(",") if w]
     started = time.perf_counter()
     target = load_model("smollm2-135m-instruct")
     entries = contestants(target, args.tokens)
     report = {}
     for name, text in PROMPTS.items():
+        if wanted and not any(w in name for w in wanted):
+            continue
         ids = encode_prompt(target, text, chat=True)
         print(f"\n{name}: {auto_summary(target, ids, entries[0][1], args.tokens)}", flush=True)
         estimates = measure_round_robin(target, ids, entries, args.pairs)
