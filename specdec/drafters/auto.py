@@ -22,21 +22,13 @@ from .base import Drafter
 from .spec import DrafterSpec
 
 
-def card_folder(name: str):
-    """The folder of a drafter's model card (the draft zoo's), or None."""
-    try:
-        from ..zoo.build import drafter_dir
-    except ImportError:
-        return None
-    return drafter_dir(name)
-
-
 def candidate_cards(candidates: list[DrafterSpec]) -> dict[str, dict]:
-    """{drafter name: model card} for the candidate drafters that have a card."""
+    """{drafter name: model card} for the candidate drafters that have a card (the draft zoo's folders)."""
+    from ..zoo.build import drafter_dir
+
     cards = {}
     for spec in candidates:
-        folder = card_folder(spec.name) if spec.name != AUTO else None
-        card = read_card(folder) if folder is not None else None
+        card = read_card(drafter_dir(spec.name))
         if card and card.get("figures"):
             cards[spec.name] = card
     return cards
@@ -81,10 +73,11 @@ class AutoDrafter(Drafter):
         """(the choice, the chosen drafter or None, the auto schedule's prior)."""
         kind = prompt_kind(self.target.decode(list(prompt_ids)) if self.target.tokenizer is not None else "")
         mode = card_mode(settings.mode == "sampling")
-        choice = choose(self.costs(settings.k), self.alphas(kind, mode), settings.k, kind, mode)
+        every = self.costs(settings.k)
+        choice = choose(every, self.alphas(kind, mode), settings.k, kind, mode)
         if choice.best is None:
             return choice, None, None
-        costs = self.costs(settings.k)[choice.drafter]
+        costs = every[choice.drafter]
         prior = CostPrior(choice.best.alpha, dict(costs.c), dict(costs.v), tree=costs.tree)
         return choice, self.drafter(choice.drafter), prior
 
