@@ -48,7 +48,8 @@ class ModelRunner(Protocol):
 
 class TimedRunner:
     """Counting, timing and length bookkeeping shared by runners; subclasses implement
-    _call(ids, last_only) -> logits [n or 1, V], rollback() and _kv_tensors()."""
+    _call(ids, last_only) -> logits [n or 1, V] (last_only: the last position's only; `hidden` still gets every
+    position's), rollback() and _kv_tensors()."""
 
     def __init__(self, model, vocab_limit: int, keep_hidden: bool = False):
         self.model = model
@@ -63,7 +64,7 @@ class TimedRunner:
         self._sync = torch.cuda.synchronize if self.device.type == "cuda" else None
 
     def prefill(self, ids: list[int]) -> torch.Tensor | None:
-        return self._timed(ids, last_only=not self.keep_hidden)[-1] if ids else None
+        return self._timed(ids, last_only=True)[-1] if ids else None
 
     def forward(self, ids: list[int]) -> torch.Tensor:
         self.forward_calls += 1
@@ -145,8 +146,8 @@ class HFEagerRunner(TimedRunner):
             dtype = next(self.model.parameters()).dtype
             blocked = torch.zeros(mask.shape, dtype=dtype, device=self.device).masked_fill(~mask, torch.finfo(dtype).min)
             kwargs.update(position_ids=positions[None], attention_mask=blocked[None, None])
-        if self._trim_logits:
-            kwargs["logits_to_keep"] = 1 if last_only else 0
+        if self._trim_logits:  # the hook below needs the head's input at every position
+            kwargs["logits_to_keep"] = 1 if last_only and not self.keep_hidden else 0
         if not self.keep_hidden:
             logits = self.model(input_ids=input_ids, **kwargs).logits  # [1, n, V_model]
             return logits[0, :, : self.vocab_limit].float()  # [n, V]
@@ -158,4 +159,5 @@ class HFEagerRunner(TimedRunner):
         finally:
             handle.remove()
         self.hidden = captured[-1][0]  # [n, d]: what the head read
-        return logits[0, :, : self.vocab_limit].float()
+        rows = logits[0, -1:] if last_only else logits[0]  # [n or 1, V_model]
+        return rows[:, : self.vocab_limit].float()

@@ -13,7 +13,9 @@ token is still drawn from the target's distribution given the tokens before it.
   auto        optimal's choice of K, and speculation switched off (plain target steps, K = 0) while the best
               predicted speedup E / (K c + v(K)) is below OFF_BELOW (once MIN_EVIDENCE drafts were evaluated),
               back on above ON_ABOVE (hysteresis);
-              while off, one probe step at K = 1 every PROBE_EVERY plain steps keeps alpha measured. Its prior:
+              while off, one probe step at K = 1 after PROBE_EVERY plain steps keeps alpha measured, the gap
+              doubling after each probe that leaves it off (up to PROBE_MAX_GAP: a prompt where drafting does not
+              pay should cost few probes), back to PROBE_EVERY once it is on again. Its prior:
               a CostPrior (auto_choice.py: alpha from the drafter's model card, c and v(K) from this machine's
               cached probe); alpha then follows the run's last ALPHA_WINDOW evaluated drafts. Each step's
               choice and why: `decision` (a Decision), copied onto the StepEvent.
@@ -36,6 +38,7 @@ ALPHA_PRIOR = (7.0, 3.0)  # optimal: Beta prior on alpha (accepted, rejected pse
 OFF_BELOW = 0.98  # auto: speculation goes off when the best predicted speedup falls below this
 ON_ABOVE = 1.05  # ... and back on when it rises above this (between the two it keeps its state)
 PROBE_EVERY = 16  # auto, while off: one K = 1 step after this many plain steps
+PROBE_MAX_GAP = 64  # ... the gap doubles after each probe that leaves speculation off, up to this
 PRIOR_STRENGTH = 3.0  # auto: the prior alpha counts as this many evaluated drafts (alpha varies a lot by prompt:
 # a French poem gets 0.0 from drafters whose English chat figure is 0.5, so the run's own evidence must win fast)
 ALPHA_WINDOW = 64  # auto: the running alpha's evidence is the last this many evaluated drafts
@@ -155,6 +158,7 @@ class AutoSchedule(OptimalSchedule):
         self.plain_times: list[float] = []  # seconds of each plain target step
         self.step_times: dict[int, list[float]] = {}  # K -> seconds of a whole speculative step
         self.plain_run = 0  # plain steps since speculation last ran
+        self.failed_probes = 0  # probes since speculation was last on
         self.planned = k_max  # the K of the latest decision
         predicted = self.best()[1]
         self.on = predicted is None or predicted >= 1.0  # starts as the prior predicts
@@ -200,14 +204,19 @@ class AutoSchedule(OptimalSchedule):
         if self.on and predicted < OFF_BELOW and len(self.recent) >= MIN_EVIDENCE:
             self.on = False
         elif not self.on and predicted > ON_ABOVE:
-            self.on = True
+            self.on, self.failed_probes = True, 0
         figures = self.figures(k, predicted)
         if self.on:
             return self._decide(k, "speculate", predicted, figures)
-        if self.plain_run >= self.probe_every:
+        if self.plain_run >= self.probe_gap():
+            self.failed_probes += 1  # back to 0 when the evidence turns speculation on again
             return self._decide(1 if not self.prior.tree else k, "probe", predicted,
                                 f"probe after {self.plain_run} plain steps; {figures}")
         return self._decide(0, "off", predicted, f"{figures} (off below {OFF_BELOW}, on above {ON_ABOVE})")
+
+    def probe_gap(self) -> int:
+        """Plain steps before the next probe: probe_every, doubled after each probe that left speculation off."""
+        return min(self.probe_every * 2 ** self.failed_probes, max(self.probe_every, PROBE_MAX_GAP))
 
     def figures(self, k: int, predicted: float) -> str:
         cost = self.step_cost(k)

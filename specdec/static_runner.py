@@ -98,10 +98,11 @@ class StaticLlamaRunner(TimedRunner):
             normed = rms_norm(hidden, *w.post_norm)
             gate = w.act(linear(normed, w.gate))
             hidden = hidden + linear(gate * linear(normed, w.up), w.down)
-        hidden = rms_norm(hidden[:, -1:] if last_only else hidden, *self.final_norm)
+        # features of every position for a drafter that reads them; the head only where logits are wanted
+        hidden = rms_norm(hidden[:, -1:] if last_only and not self.keep_hidden else hidden, *self.final_norm)
         if self.keep_hidden:
             self.hidden = hidden[0]  # [n, d]
-        logits = linear(hidden, self.head)  # [1, n or 1, V_model]
+        logits = linear(hidden[:, -1:] if last_only else hidden, self.head)  # [1, n or 1, V_model]
         return logits[0, :, : self.vocab_limit].float()
 
     def _attend(self, w, hidden, index, start, n, cos, sin, mask, rows):

@@ -10,7 +10,7 @@ from specdec.auto_choice import (AUTO, DrafterCosts, alpha_from_tokens, card_alp
                                  prompt_kind, rank)
 from specdec.cli import main
 from specdec.drafters.registry import load_drafter
-from specdec.schedules import MIN_EVIDENCE, OFF_BELOW, ON_ABOVE, AutoSchedule, CostPrior
+from specdec.schedules import MIN_EVIDENCE, OFF_BELOW, ON_ABOVE, PROBE_MAX_GAP, AutoSchedule, CostPrior
 from specdec.theory import expected_tokens_per_forward, theoretical_speedup
 
 FLAT_V = {k: 1.0 + 0.1 * k for k in range(1, 9)}
@@ -147,6 +147,18 @@ def test_auto_schedule_probes_at_k1_while_off_and_comes_back_when_alpha_recovers
     first_probe = kinds.index("probe")
     assert kinds[:first_probe] == ["off"] * AutoSchedule.probe_every
     assert kinds[-1] == "speculate" and schedule.decision.predicted > ON_ABOVE
+
+
+def test_auto_schedule_doubles_the_gap_between_probes_that_leave_it_off():
+    schedule = AutoSchedule(4, prior(0.05, c=0.5))
+    kinds = []
+    for _ in range(16 + 32 + 64 + 64 + 4):
+        k = schedule.next_k()
+        kinds.append(schedule.decision.kind)
+        schedule.update(k, k, 0, 0.0005 * k, 0.011) if k else schedule.update(0, 0, 0, 0.0, 0.01)
+    probes = [i for i, kind in enumerate(kinds) if kind == "probe"]
+    gaps = [later - earlier - 1 for earlier, later in zip(probes, probes[1:])]
+    assert probes[0] == AutoSchedule.probe_every and gaps == [2 * AutoSchedule.probe_every, PROBE_MAX_GAP, PROBE_MAX_GAP]
 
 
 def test_auto_schedule_keeps_its_state_between_the_two_thresholds():
