@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import specdec  # noqa: E402  (sets the process up before torch)
 from specdec.events import DecodeSettings  # noqa: E402
 from specdec.measurement import Policy, Timing, measure  # noqa: E402
-from specdec.metrics import position_counts  # noqa: E402
+from specdec.theory import position_counts  # noqa: E402
 from specdec.vllm import engine as vllm_engine  # noqa: E402
 from specdec.vllm.export import export_draft  # noqa: E402
 from specdec.vllm.launcher import record_for  # noqa: E402

@@ -207,7 +207,7 @@ def format_summary(metrics) -> str:
     rate = "n/a" if metrics.acceptance_rate is None else f"{metrics.acceptance_rate:.2f}"
     return (
         f"{metrics.new_tokens} tokens in {metrics.wall_time_s:.2f} s ({metrics.tokens_per_s:.1f} tok/s); "
-        f"acceptance {rate}; {metrics.mean_tokens_per_target_forward:.2f} tokens per target forward"
+        f"acceptance {rate}; {metrics.tokens_per_forward or 0:.2f} tokens per target forward"
     )
 
 

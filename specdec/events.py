@@ -194,29 +194,51 @@ class MemoryReport:
         return self.peak_source == PEAK_CPU
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunMetrics:
+    """The one record of a run's figures: final (metrics.summarize: the engine's counters, prefill included in
+    its time) or so far (theory.compute_stats: from the events streamed until now). Counts and times are stored;
+    the ratios below are derived here and nowhere else."""
+
     new_tokens: int
     steps: int
     drafted_tokens: int
     accepted_tokens: int
-    acceptance_rate: Optional[float]  # accepted drafted / drafted; None when nothing was drafted
     alpha: Optional[float]  # accepted / evaluated drafted tokens (the theory's per-token acceptance)
-    mean_tokens_per_target_forward: float  # bonus/resampled tokens included (vanilla decoding = 1.0)
-    acceptance_by_position: list[Optional[float]]  # index i: accepted / evaluated-or-not drafted at i
-    target_forwards: int
-    draft_forwards: int
-    wall_time_s: float
-    tokens_per_s: float
-    draft_time_s: float
-    verify_time_s: float
-    other_time_s: float
-    forward_time_s: float  # time spent inside model forwards (both models)
-    engine_efficiency: float  # forward_time_s / wall_time_s
+    acceptance_by_position: list[Optional[float]]  # index i: accepted / drafted at position i
+    target_forwards: int  # decoding forwards (a step is one; the prompt's prefill is not counted)
+    wall_time_s: float  # engine time; time the consumer (UI) spends between steps is never included
+    draft_time_s: float = 0.0
+    verify_time_s: float = 0.0
+    other_time_s: float = 0.0
+    draft_forwards: Optional[int] = None  # None: not known (a run so far; a vLLM server)
+    forward_time_s: Optional[float] = None  # time spent inside model forwards (both models); None: not known
     memory: Optional[MemoryReport] = None
 
+    @property
+    def acceptance_rate(self) -> Optional[float]:
+        """Accepted / drafted tokens (unchecked positions after a rejection count as drafted)."""
+        return self.accepted_tokens / self.drafted_tokens if self.drafted_tokens else None
+
+    @property
+    def tokens_per_forward(self) -> Optional[float]:
+        """Tokens emitted per target forward, bonus / resampled tokens included (plain decoding = 1.0)."""
+        return self.new_tokens / self.target_forwards if self.target_forwards else None
+
+    @property
+    def tokens_per_s(self) -> Optional[float]:
+        return self.new_tokens / self.wall_time_s if self.wall_time_s > 0 else None
+
+    @property
+    def engine_efficiency(self) -> Optional[float]:
+        """Share of the engine time spent inside model forwards."""
+        if self.forward_time_s is None or self.wall_time_s <= 0:
+            return None
+        return self.forward_time_s / self.wall_time_s
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "acceptance_rate": self.acceptance_rate, "tokens_per_forward": self.tokens_per_forward,
+                "tokens_per_s": self.tokens_per_s, "engine_efficiency": self.engine_efficiency}
 
 
 @dataclass

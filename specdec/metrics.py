@@ -9,50 +9,16 @@ import torch
 
 from .events import PEAK_CPU, PEAK_CUDA, MemoryReport, RunMetrics, StepEvent
 from .memory import format_bytes, kv_bytes_per_position
-from .theory import RunStats, measured_alpha
+from .theory import run_record
 
 
 def summarize(events: list[StepEvent], wall_time_s: float, target_runner, drafter, memory) -> RunMetrics:
-    """drafter: anything with forward_calls and forward_time_s (a Drafter), or None."""
-    forward_time = sum(r.forward_time_s for r in (target_runner, drafter) if r is not None)
-    stats = RunStats(new_tokens=sum(len(e.emitted_ids) for e in events),
-                     target_forwards=target_runner.forward_calls if target_runner is not None else 0,
-                     drafted=sum(e.k for e in events), accepted=sum(e.num_accepted for e in events), engine_s=wall_time_s)
-    return RunMetrics(
-        new_tokens=stats.new_tokens,
-        steps=len(events),
-        drafted_tokens=stats.drafted,
-        accepted_tokens=stats.accepted,
-        acceptance_rate=stats.acceptance_rate,
-        alpha=measured_alpha(events),
-        mean_tokens_per_target_forward=stats.tokens_per_forward or 0.0,
-        acceptance_by_position=acceptance_by_position(events),
-        target_forwards=stats.target_forwards,
+    """The run's final RunMetrics: the engine's counters (forwards, time inside them) beside the events'.
+    drafter: anything with forward_calls and forward_time_s (a Drafter), or None."""
+    return run_record(
+        events, wall_time_s, target_forwards=target_runner.forward_calls if target_runner is not None else 0,
         draft_forwards=drafter.forward_calls if drafter is not None else 0,
-        wall_time_s=wall_time_s,
-        tokens_per_s=stats.tokens_per_s or 0.0,
-        draft_time_s=sum(e.draft_time_s for e in events),
-        verify_time_s=sum(e.verify_time_s for e in events),
-        other_time_s=sum(e.other_time_s for e in events),
-        forward_time_s=forward_time,
-        engine_efficiency=forward_time / wall_time_s if wall_time_s > 0 else 0.0,
-        memory=memory,
-    )
-
-
-def position_counts(events) -> list[tuple[int, int, int, int]]:
-    """Per draft position i: (i, steps that drafted a token at i, of those evaluated, of those accepted)."""
-    width = max((len(e.drafted) for e in events), default=0)
-    rows = []
-    for i in range(width):
-        at = [e.drafted[i] for e in events if len(e.drafted) > i]
-        rows.append((i, len(at), sum(d.evaluated for d in at), sum(d.accepted for d in at)))
-    return rows
-
-
-def acceptance_by_position(events: list[StepEvent]) -> list[Optional[float]]:
-    """Position i: steps that accepted draft token i / steps that drafted a token at i."""
-    return [accepted / drafted if drafted else None for _, drafted, _, accepted in position_counts(events)]
+        forward_time_s=sum(r.forward_time_s for r in (target_runner, drafter) if r is not None), memory=memory)
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,7 @@ def make_row(point: SweepPoint, measurement: Measurement) -> SweepRow:
         drafted=drafted, evaluated=evaluated, accepted=accepted,
         acceptance_rate=accepted / drafted if drafted else None,
         alpha_point=accepted / evaluated if evaluated else None,
-        tokens_per_forward=metrics.mean_tokens_per_target_forward if metrics else None,
+        tokens_per_forward=metrics.tokens_per_forward if metrics else None,
         tokens_per_s=est.lead_tokens_per_s, baseline_tokens_per_s=est.follow_tokens_per_s,
         speedup=est.ratio, speedup_low=est.low, speedup_high=est.high, repeats=est.repeats,
         proposal_share=costs.proposal_share if costs else None, c=c, v=v,

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .events import RunMetrics
+
 
 def _check(alpha: float, k: int) -> None:
     if not 0.0 <= alpha <= 1.0:
@@ -65,11 +67,6 @@ def measured_alpha(events) -> float | None:
     if not evaluated:
         return None
     return sum(d.accepted for d in evaluated) / len(evaluated)
-
-
-def acceptance_rate(events) -> float | None:
-    """Accepted / drafted tokens (unchecked positions after a rejection count as drafted)."""
-    return compute_stats(events).acceptance_rate
 
 
 def draft_forward_s(events) -> float | None:
@@ -183,53 +180,44 @@ def relative_errors(predicted, measured) -> list[float]:
 
 # --- what a run achieved, from its events ----------------------------------------------------------
 
-@dataclass(frozen=True)
-class RunStats:
-    """The headline figures of a run, so far (from events) or final (from the engine's RunMetrics): the one place
-    acceptance rate, tokens per target forward and tokens/s are computed (metrics.summarize stores them)."""
-
-    new_tokens: int
-    target_forwards: int
-    drafted: int
-    accepted: int
-    engine_s: float  # engine time; consumer/UI time between steps is never included
-
-    @property
-    def acceptance_rate(self) -> float | None:
-        return self.accepted / self.drafted if self.drafted else None
-
-    @property
-    def tokens_per_forward(self) -> float | None:
-        return self.new_tokens / self.target_forwards if self.target_forwards else None
-
-    @property
-    def tokens_per_s(self) -> float | None:
-        return self.new_tokens / self.engine_s if self.engine_s > 0 else None
-
-
 def step_seconds(event) -> float:
     return event.draft_time_s + event.verify_time_s + event.other_time_s
 
 
-def compute_stats(events) -> RunStats:
-    """Live figures from the events so far: one step is one target forward (prefill not counted)."""
-    return RunStats(
-        new_tokens=sum(len(e.emitted_ids) for e in events),
-        target_forwards=len(events),
-        drafted=sum(len(e.drafted) for e in events),
-        accepted=sum(e.num_accepted for e in events),
-        engine_s=sum(step_seconds(e) for e in events),
-    )
+def position_counts(events) -> list[tuple[int, int, int, int]]:
+    """Per draft position i: (i, steps that drafted a token at i, of those evaluated, of those accepted)."""
+    width = max((len(e.drafted) for e in events), default=0)
+    rows = []
+    for i in range(width):
+        at = [e.drafted[i] for e in events if len(e.drafted) > i]
+        rows.append((i, len(at), sum(d.evaluated for d in at), sum(d.accepted for d in at)))
+    return rows
 
 
-def result_stats(result) -> RunStats:
-    """Final figures from a RunResult's metrics (engine time includes the prompt's prefill)."""
-    m = result.metrics
-    return RunStats(new_tokens=m.new_tokens, target_forwards=m.target_forwards, drafted=m.drafted_tokens,
-                    accepted=m.accepted_tokens, engine_s=m.wall_time_s)
+def acceptance_by_position(events) -> list[float | None]:
+    """Position i: steps that accepted draft token i / steps that drafted a token at i."""
+    return [accepted / drafted if drafted else None for _, drafted, _, accepted in position_counts(events)]
 
 
-def measured_speedup(spec: RunStats, baseline: RunStats | None) -> float | None:
+def run_record(events, wall_time_s: float, *, target_forwards: int | None = None, **measured) -> RunMetrics:
+    """The run's RunMetrics from its events; target_forwards defaults to one per step, and `measured` adds what
+    only the engine knows (draft_forwards, forward_time_s, memory)."""
+    return RunMetrics(
+        new_tokens=sum(len(e.emitted_ids) for e in events), steps=len(events),
+        drafted_tokens=sum(e.k for e in events), accepted_tokens=sum(e.num_accepted for e in events),
+        alpha=measured_alpha(events), acceptance_by_position=acceptance_by_position(events),
+        target_forwards=len(events) if target_forwards is None else target_forwards, wall_time_s=wall_time_s,
+        draft_time_s=sum(e.draft_time_s for e in events), verify_time_s=sum(e.verify_time_s for e in events),
+        other_time_s=sum(e.other_time_s for e in events), **measured)
+
+
+def compute_stats(events) -> RunMetrics:
+    """Live figures from the events so far: one step is one target forward, the engine time is the steps' own
+    (prefill not counted)."""
+    return run_record(events, sum(step_seconds(e) for e in events))
+
+
+def measured_speedup(spec: RunMetrics, baseline: RunMetrics | None) -> float | None:
     """Speculative tokens/s over the measured target-only tokens/s (None until both exist)."""
     if baseline is None or not spec.tokens_per_s or not baseline.tokens_per_s:
         return None

@@ -30,7 +30,7 @@ def test_generate_json_has_the_documented_fields(pair, capsys):
     report = run_json(capsys, "--target", target, "--draft", draft, "--prompt-ids", "1,2,3", "--max-new-tokens", "12")
     assert len(report["token_ids"]) == 12 and report["text"] is None  # folder without tokenizer
     assert report["steps"] and {"drafted", "emitted_ids", "final"} <= set(report["steps"][0])
-    assert {"acceptance_rate", "mean_tokens_per_target_forward", "target_forwards", "wall_time_s",
+    assert {"acceptance_rate", "tokens_per_forward", "target_forwards", "wall_time_s",
             "tokens_per_s"} <= set(report["metrics"])
 
 

@@ -23,7 +23,7 @@ def test_draft_equal_to_target_accepts_everything(models, settings):
     target, _ = models
     metrics = generate(target, target, PROMPT, settings).metrics
     assert metrics.acceptance_rate == 1.0
-    assert metrics.mean_tokens_per_target_forward == pytest.approx(40 / metrics.target_forwards)
+    assert metrics.tokens_per_forward == pytest.approx(40 / metrics.target_forwards)
 
 
 @pytest.mark.parametrize("settings", SETTINGS, ids=["greedy", "sampling"])
@@ -89,7 +89,7 @@ def test_baseline_steps_are_single_target_tokens(models):
     target, _ = models
     result = generate(target, None, PROMPT, DecodeSettings(max_new_tokens=10))
     assert [(e.k, len(e.emitted_ids), e.final.kind) for e in result.events] == [(0, 1, "target")] * 10
-    assert result.metrics.acceptance_rate is None and result.metrics.mean_tokens_per_target_forward == 1.0
+    assert result.metrics.acceptance_rate is None and result.metrics.tokens_per_forward == 1.0
 
 
 def test_memory_report_counts_weights_and_kv_cache(models):

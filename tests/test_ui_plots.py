@@ -2,7 +2,7 @@
 from specdec.ui import plots
 from ui_fakes import MEMORY, FakeEngine, FakeModel, mixed_run
 from specdec.events import DecodeSettings
-from specdec.metrics import position_counts
+from specdec.theory import position_counts
 
 
 def test_position_counts_give_drafted_evaluated_and_accepted_per_draft_position():

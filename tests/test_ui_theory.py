@@ -1,4 +1,6 @@
 """Leviathan et al.'s formulas, and alpha / c measured from events."""
+from dataclasses import replace
+
 import pytest
 
 from specdec import theory
@@ -31,7 +33,7 @@ def test_measured_alpha_ignores_unchecked_positions():
 
 
 def test_acceptance_rate_counts_unchecked_tokens_as_drafted_unlike_alpha():
-    assert theory.acceptance_rate(mixed_run()) == pytest.approx(4 / 7)
+    assert theory.compute_stats(mixed_run()).acceptance_rate == pytest.approx(4 / 7)
 
 
 def test_the_measured_form_divides_by_k_c_plus_v():
@@ -73,10 +75,10 @@ def test_cost_ratio_is_median_draft_forward_over_median_target_forward():
 
 def test_stats_from_events_count_one_target_forward_per_step():
     stats = theory.compute_stats(mixed_run())
-    assert (stats.new_tokens, stats.target_forwards, stats.accepted, stats.drafted) == (7, 3, 4, 7)
+    assert (stats.new_tokens, stats.target_forwards, stats.accepted_tokens, stats.drafted_tokens) == (7, 3, 4, 7)
     assert stats.tokens_per_forward == pytest.approx(7 / 3)
 
 
 def test_measured_speedup_is_the_ratio_of_tokens_per_second():
-    fast, slow = theory.RunStats(10, 5, 0, 0, 1.0), theory.RunStats(10, 10, 0, 0, 2.0)
+    fast, slow = replace(theory.compute_stats(mixed_run()), wall_time_s=1.0), replace(theory.compute_stats(mixed_run()), wall_time_s=2.0)
     assert theory.measured_speedup(fast, slow) == 2.0 and theory.measured_speedup(fast, None) is None

@@ -2,7 +2,7 @@
 import pytest
 
 from specdec.events import DecodeSettings
-from specdec.metrics import position_counts
+from specdec.theory import position_counts
 from specdec.theory import measured_alpha
 from specdec.vllm.fates import NOT_EXPOSED, AlignmentError, align, align_steps, build_events, run_result
 from specdec.vllm.report import acceptance_by_position_text, alignment_text, vllm_figures_text
@@ -38,7 +38,7 @@ def test_acceptance_figures_follow_vllms_definitions():
     assert result.metrics.acceptance_rate == pytest.approx(5 / 9)  # vLLM's draft_acceptance_rate
     assert measured_alpha(events) == pytest.approx(5 / 7)  # evaluated: accepted + the first rejection per step
     assert [r[1:] for r in position_counts(events)] == [(3, 3, 2), (3, 2, 2), (3, 2, 1)]
-    assert result.metrics.mean_tokens_per_target_forward == pytest.approx(9 / 4)  # prefill counted
+    assert result.metrics.tokens_per_forward == pytest.approx(9 / 4)  # prefill counted
     assert result.metrics.tokens_per_s == pytest.approx(9.0)
     assert "1: 0.67 (2/3)" in acceptance_by_position_text(events)
 

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from specdec.errors import IncompatibleModelsError, ModelLoadError, OfflineError
-from specdec.theory import measured_alpha
-from specdec.events import (DecodeSettings, DraftToken, FinalToken, MemoryReport, RunMetrics, RunResult,
+from specdec.theory import run_record
+from specdec.events import (DecodeSettings, DraftToken, FinalToken, MemoryReport, RunResult,
                             StepEvent, TokenProb)
 
 
@@ -137,15 +137,8 @@ class FakeGeneration:
             pass
         ids = [i for e in self.events for i in e.emitted_ids]
         wall = self.engine_time_s
-        drafted = sum(len(e.drafted) for e in self.events)
-        accepted = sum(e.num_accepted for e in self.events)
-        metrics = RunMetrics(
-            new_tokens=len(ids), steps=len(self.events), drafted_tokens=drafted, accepted_tokens=accepted,
-            acceptance_rate=accepted / drafted if drafted else None, alpha=measured_alpha(self.events),
-            mean_tokens_per_target_forward=len(ids) / max(len(self.events), 1), acceptance_by_position=[],
-            target_forwards=len(self.events), draft_forwards=drafted, wall_time_s=wall,
-            tokens_per_s=len(ids) / wall if wall else 0.0, draft_time_s=0.0, verify_time_s=wall,
-            other_time_s=0.0, forward_time_s=wall, engine_efficiency=1.0, memory=MEMORY)
+        metrics = run_record(self.events, wall, draft_forwards=sum(e.k for e in self.events), forward_time_s=wall,
+                             memory=MEMORY)
         return RunResult(prompt_ids=list(self.ids), token_ids=ids, text=self.target.decode(ids),
                          events=list(self.events), metrics=metrics, settings=self.settings,
                          target_name=self.target.name, draft_name=self.draft.name if self.draft else None,

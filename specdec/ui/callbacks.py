@@ -15,7 +15,7 @@ from specdec.events import DecodeSettings
 from specdec.measurement import INTERACTIVE, SWEEP, Policy, cached, measure_speedup
 from specdec.prompt_clean import clean_prompt
 from specdec.sweep import remember
-from specdec.theory import compute_stats, result_stats
+from specdec.theory import compute_stats
 from specdec.tuning import chosen_for
 
 from . import inspector
@@ -174,7 +174,7 @@ class Lab:
         return session.last_run
 
     def view_cards(self, view: RunView, note: str = "") -> str:
-        return render_cards(result_stats(view.result), view.estimate, view.result.metrics.memory, note,
+        return render_cards(view.result.metrics, view.estimate, view.result.metrics.memory, note,
                             theory_note(view.events, view.result.settings.max_new_tokens), alpha_note(view.events),
                             engine=chosen_for(view.result.target_name),
                             auto=auto_card(getattr(view.result, "auto", None), view.events))

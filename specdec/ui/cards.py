@@ -1,4 +1,4 @@
-"""The metric cards: HTML from a run's statistics (theory.RunStats) and its measured speedup."""
+"""The metric cards: HTML from a run's figures (events.RunMetrics) and its measured speedup."""
 from __future__ import annotations
 
 from html import escape
@@ -6,7 +6,8 @@ from html import escape
 from specdec.measurement import pairs_for_interval
 from specdec.sweep import THEORY_MIN_SHARE
 from specdec.memory import format_bytes
-from specdec.theory import RunStats, draft_capacity, expected_tokens_per_forward, measured_alpha
+from specdec.events import RunMetrics
+from specdec.theory import draft_capacity, expected_tokens_per_forward, measured_alpha
 
 
 def _card(label: str, value: str, sub: str = "", key: str = "") -> str:
@@ -109,7 +110,7 @@ def auto_card(choice: dict | None, events) -> str:
     return _card("Auto (drafter, K, on/off)", value, " · ".join(lines), "auto")
 
 
-def render_cards(stats: RunStats, estimate=None, memory=None, note: str = "", theory: str = "",
+def render_cards(stats: RunMetrics, estimate=None, memory=None, note: str = "", theory: str = "",
                  alpha: str = "", engine=None, auto: str = "") -> str:
     """Acceptance rate (accepted / drafted, with α beside it), tokens per target forward (with the
     theory's figure), tokens/s of the streamed run, the measured speedup (an Estimate), memory, (engine: a
@@ -118,12 +119,12 @@ def render_cards(stats: RunStats, estimate=None, memory=None, note: str = "", th
     rate, per_fwd, tps = stats.acceptance_rate, stats.tokens_per_forward, stats.tokens_per_s
     cards = [
         _card("Acceptance rate (accepted / drafted)", "–" if rate is None else f"{rate:.0%}",
-              f"{stats.accepted} of {stats.drafted} drafted tokens{alpha}", "acceptance"),
+              f"{stats.accepted_tokens} of {stats.drafted_tokens} drafted tokens{alpha}", "acceptance"),
         _card("Tokens per target forward", "–" if per_fwd is None else f"{per_fwd:.2f}",
               f"{stats.new_tokens} tokens / {stats.target_forwards} forwards, bonus included{theory}",
               "tokens_per_forward"),
         _card("Tokens / s (this streamed run)", "–" if tps is None else f"{tps:.1f}",
-              f"engine time {stats.engine_s:.2f} s", "tokens_per_s"),
+              f"engine time {stats.wall_time_s:.2f} s", "tokens_per_s"),
         _speedup_card(estimate, note),
         _memory_card(memory),
     ] + ([_engine_card(engine)] if engine is not None else []) + ([auto] if auto else [])

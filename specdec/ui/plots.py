@@ -5,9 +5,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from specdec.memory import format_bytes
-from specdec.metrics import position_counts
 
-from specdec.theory import compute_stats, result_stats, step_seconds
+from specdec.theory import compute_stats, position_counts, step_seconds
 
 COLORS = {"accepted": "#009E73", "rejected": "#D55E00", "resampled": "#E69F00", "bonus": "#0072B2",
           "target": "#777777", "spec": "#0072B2", "theory": "#CC79A7"}
@@ -71,7 +70,7 @@ def throughput_figure(spec, baseline=None) -> go.Figure:
         if not run:
             continue
         events, total = (run, None) if isinstance(run, list) else (run.events, run.metrics.wall_time_s)
-        tps = (compute_stats(events) if total is None else result_stats(run)).tokens_per_s
+        tps = (compute_stats(events) if total is None else run.metrics).tokens_per_s
         times, tokens = _cumulative(events, total)
         fig.add_scatter(x=times, y=tokens, mode="lines", name=f"{name}: {tps or 0:.1f} tok/s",
                         line=dict(color=color, width=3, shape="hv"))

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from html import escape
 
-from specdec.theory import RunStats, compute_stats
+from specdec.events import RunMetrics
+from specdec.theory import compute_stats
 
 from .callbacks import Lab, error_update, final_status, make_settings, measuring_status
 from .throttle import Throttle
@@ -38,8 +39,8 @@ class Lane:
         self.events.append(event)
         self.done = event.finished
 
-    def stats(self) -> RunStats:
-        return replace(compute_stats(self.events), engine_s=self.clock_s)
+    def stats(self) -> RunMetrics:
+        return replace(compute_stats(self.events), wall_time_s=self.clock_s)
 
 
 def next_lane(lanes: list[Lane]) -> Lane | None:

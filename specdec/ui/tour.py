@@ -16,7 +16,7 @@ import gradio as gr
 
 from specdec import presets
 from specdec.prompt_clean import clean_prompt
-from specdec.theory import measured_alpha, result_stats
+from specdec.theory import measured_alpha
 
 from .callbacks import make_settings
 from .exercises import EXERCISES, Exercise, exercise_number, find_exercise
@@ -58,7 +58,7 @@ class TourState:
 # --- what a run showed, and whether it is the exercise's run --------------------------------------------
 
 def observation_of(view: RunView) -> Observation:
-    stats = result_stats(view.result)
+    stats = view.result.metrics
     estimate = view.estimate if view.estimate is not None and view.estimate.ratio is not None else None
     return Observation(stats.acceptance_rate, measured_alpha(view.events), stats.tokens_per_forward,
                        estimate.describe() if estimate else None, estimate.verdict if estimate else None)

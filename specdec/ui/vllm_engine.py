@@ -18,7 +18,7 @@ from typing import Optional
 import gradio as gr
 
 from specdec.measurement import INTERACTIVE
-from specdec.theory import compute_stats, result_stats
+from specdec.theory import compute_stats
 from specdec.vllm import engine as vllm_engine
 from specdec.vllm.client import VllmError
 from specdec.vllm.launcher import record_for
@@ -160,7 +160,7 @@ def _partial(lead, ids, settings, events):
 def cards(view: RunView, run, lead, note: str = "") -> str:
     """The lab's cards (acceptance rate with α, tokens per target forward, tokens/s, the measured speedup)
     and vLLM's: its own figures, what the server runs, what it does not expose."""
-    html = render_cards(result_stats(view.result), view.estimate, None, note, "", alpha_note(view.events))
+    html = render_cards(view.result.metrics, view.estimate, None, note, "", alpha_note(view.events))
     length = (run.spec or {}).get("mean_acceptance_length")
     extra = [_card("vLLM mean acceptance length", "–" if length is None else f"{length:.2f}",
                    vllm_figures_text(run.spec), "vllm"),

@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional
 
-from ..events import DecodeSettings, DraftToken, FinalToken, RunMetrics, RunResult, StepEvent
-from ..metrics import acceptance_by_position
-from ..theory import measured_alpha
+from ..events import DecodeSettings, DraftToken, FinalToken, RunResult, StepEvent
+from ..theory import run_record
 
 NOT_EXPOSED = "?"  # the text of a draft token vLLM rejected: its id is not in the API's answer
 
@@ -178,18 +177,8 @@ def _step_times(sizes, chunk_sizes, chunk_times) -> list[float]:
 def run_result(events: list[StepEvent], prompt_ids: list[int], wall_s: float, settings: DecodeSettings,
                target_name: str, draft_name: Optional[str]) -> RunResult:
     """A RunResult (the record every renderer and export reads) for a vLLM completion. Figures vLLM does
-    not report (draft forwards, time inside forwards, memory) are 0 / None."""
-    new = sum(len(e.emitted_ids) for e in events)
-    drafted = sum(e.k for e in events)
-    accepted = sum(e.num_accepted for e in events)
-    metrics = RunMetrics(
-        new_tokens=new, steps=len(events), drafted_tokens=drafted, accepted_tokens=accepted,
-        acceptance_rate=accepted / drafted if drafted else None, alpha=measured_alpha(events),
-        mean_tokens_per_target_forward=new / len(events) if events else 0.0,
-        acceptance_by_position=acceptance_by_position(events), target_forwards=len(events), draft_forwards=0,
-        wall_time_s=wall_s, tokens_per_s=new / wall_s if wall_s > 0 else 0.0, draft_time_s=0.0,
-        verify_time_s=0.0, other_time_s=sum(e.other_time_s for e in events), forward_time_s=0.0,
-        engine_efficiency=0.0, memory=None)
+    not report (draft forwards, time inside forwards, memory) are None: not known."""
+    metrics = run_record(events, wall_s)
     return RunResult(prompt_ids=list(prompt_ids), token_ids=[t for e in events for t in e.emitted_ids],
                      text=visible_text(events), events=events, metrics=metrics,
                      settings=settings, target_name=target_name, draft_name=draft_name)

@@ -13,7 +13,7 @@ How vLLM's figures map to the lab's (docs/vllm.md):
 """
 from __future__ import annotations
 
-from ..metrics import position_counts
+from ..theory import position_counts
 from ..theory import measured_alpha
 
 NOT_AVAILABLE = ("not available from vLLM: the draft's q, the target's p, the uniform draws, and (but for ngram, "
@@ -46,7 +46,7 @@ def lab_figures_text(result) -> str:
     return (f"{m.new_tokens} tokens in {m.wall_time_s:.2f} s ({m.tokens_per_s:.1f} tok/s, as the client sees it: "
             f"prefill and HTTP included); acceptance rate (accepted / drafted) {rate} ({m.accepted_tokens} of "
             f"{m.drafted_tokens}); α (accepted / evaluated) {alpha_text}; "
-            f"{m.mean_tokens_per_target_forward:.2f} tokens per target forward ({m.target_forwards} forwards: the "
+            f"{m.tokens_per_forward or 0:.2f} tokens per target forward ({m.target_forwards} forwards: the "
             f"prefill, every verification step and every plain step)")
 
 
