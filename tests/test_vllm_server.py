@@ -47,7 +47,8 @@ def servers():
     from specdec.vllm.export import resolve_draft, resolve_target
 
     target = resolve_target("smollm2-135m-instruct")
-    common = dict(target=target, name="smollm2-135m-instruct", dtype="float32", max_model_len=1024)
+    # eager: these tests check behaviour, not speed, and an eager server is healthy in ~30 s instead of ~75
+    common = dict(target=target, name="smollm2-135m-instruct", dtype="float32", max_model_len=1024, enforce_eager=True)
     specs = {"ngram": launcher.ServeSpec(method="ngram", k=4, **common),
              "draft": launcher.ServeSpec(method="draft_model", k=3, draft=resolve_draft("smollm2-135m-draft"),
                                          **common),
@@ -211,7 +212,7 @@ def test_serve_stops_its_servers_on_ctrl_c():
 
     _venv_or_skip()
     serve = subprocess.Popen([sys.executable, "-m", "specdec", "vllm", "serve", "--method", "none", "--dtype",
-                              "float32", "--max-model-len", "512"], cwd=ROOT, stdout=subprocess.PIPE,
+                              "float32", "--max-model-len", "512", "--enforce-eager"], cwd=ROOT, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True)
     try:
         line = serve.stdout.readline()  # "baseline: URL" once /health answers

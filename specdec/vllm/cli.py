@@ -36,6 +36,8 @@ def add_vllm_parser(commands) -> None:
     serve.add_argument("--baseline", action="store_true", help="also start the same target without speculation")
     serve.add_argument("--dtype", default="bfloat16", help="bfloat16 (vLLM CPU's usual), float32, float16")
     serve.add_argument("--max-model-len", type=int, default=2048)
+    serve.add_argument("--enforce-eager", action="store_true",
+                       help="skip vLLM's compiled graph: a faster start, slower decoding (measure with the default)")
     serve.add_argument("--venv", default=None, help="the vLLM venv (default: SPECDEC_VLLM_VENV or "
                        "<model cache>/vllm-venv)")
     serve.add_argument("--detach", action="store_true", help="leave the servers running and return "
@@ -81,6 +83,7 @@ def serve_specs(args) -> list[ServeSpec]:
         raise VllmError("--k must be between 1 and 16")
     target = resolve_target(args.target, say=err)
     common = dict(target=target, name=args.target, dtype=args.dtype, max_model_len=args.max_model_len,
+                  enforce_eager=args.enforce_eager,
                   tensor_parallel_size=args.tensor_parallel_size, pipeline_parallel_size=args.pipeline_parallel_size)
     specs = []
     if args.method != "none":
