@@ -10,7 +10,8 @@ token is still drawn from the target's distribution given the tokens before it.
   optimal     the K in 1..K that maximises expected tokens per second under the speedup formula,
               from running estimates of alpha (accepted / evaluated) and of the measured draft and
               verification times of this run
-  auto        optimal's choice of K, and speculation switched off (plain target steps, K = 0) while the best
+  auto        optimal's choice of K, with E from the acceptance at each draft position (a later draft is accepted
+              less often than the first: the i.i.d. alpha overrates long chains), and speculation switched off (plain target steps, K = 0) while the best
               predicted speedup E / (K c + v(K)) is below OFF_BELOW (once MIN_EVIDENCE drafts were evaluated),
               back on above ON_ABOVE (hysteresis);
               while off, one probe step at K = 1 after PROBE_EVERY plain steps keeps alpha measured, the gap
@@ -30,7 +31,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .theory import expected_tokens_per_forward
+from .theory import expected_tokens_by_position, expected_tokens_per_forward
 
 SCHEDULES = ("constant", "heuristic", "confidence", "optimal", "auto")
 CONFIDENCE_THRESHOLD = 0.4  # transformers' default assistant_confidence_threshold
@@ -155,6 +156,7 @@ class AutoSchedule(OptimalSchedule):
         super().__init__(k_max)
         self.prior = prior or CostPrior(ALPHA_PRIOR[0] / sum(ALPHA_PRIOR), strength=sum(ALPHA_PRIOR))
         self.recent: deque = deque(maxlen=ALPHA_WINDOW)  # True / False per evaluated draft
+        self.by_position = [deque(maxlen=ALPHA_WINDOW) for _ in range(k_max)]  # the same, per draft position
         self.plain_times: list[float] = []  # seconds of each plain target step
         self.step_times: dict[int, list[float]] = {}  # K -> seconds of a whole speculative step
         self.plain_run = 0  # plain steps since speculation last ran
@@ -167,6 +169,17 @@ class AutoSchedule(OptimalSchedule):
     def alpha(self) -> float:
         prior = self.prior
         return (prior.alpha * prior.strength + sum(self.recent)) / (prior.strength + len(self.recent))
+
+    def position_alphas(self, k: int) -> list[float]:
+        """Acceptance at draft positions 1..k, each given that the drafts before it were accepted: this run's last
+        evaluated drafts at that position, with a prior worth prior.strength drafts: the prior alpha at position 1,
+        the estimate of the position before at the others (without evidence a position is taken to be as good as
+        the one before it; position 2 is evaluated only after position 1 was accepted)."""
+        alphas, previous, strength = [], self.prior.alpha, self.prior.strength
+        for seen in self.by_position[:k]:
+            previous = min((previous * strength + sum(seen)) / (strength + len(seen)), 0.999)
+            alphas.append(previous)
+        return alphas
 
     def ks(self) -> list[int]:
         """The Ks to choose from: those the prior has costs for (a tree: its depth), else 1..k_max."""
@@ -188,8 +201,7 @@ class AutoSchedule(OptimalSchedule):
 
     def best(self) -> tuple[int, Optional[float]]:
         """The K with the highest predicted speedup and that speedup (None: costs not known yet)."""
-        alpha = min(self.alpha, 0.999)
-        scored = [(expected_tokens_per_forward(alpha, k) / cost, k) for k in self.ks()
+        scored = [(expected_tokens_by_position(self.position_alphas(k)) / cost, k) for k in self.ks()
                   if (cost := self.step_cost(k))]
         if not scored:
             return self.k_max, None
@@ -220,8 +232,10 @@ class AutoSchedule(OptimalSchedule):
 
     def figures(self, k: int, predicted: float) -> str:
         cost = self.step_cost(k)
-        return (f"best K={k}: predicted {predicted:.2f}x = E {expected_tokens_per_forward(min(self.alpha, 0.999), k):.2f}"
-                f" / cost {cost:.2f} at α={self.alpha:.2f} ({len(self.recent)} evaluated this run)")
+        alphas = self.position_alphas(k)
+        return (f"best K={k}: predicted {predicted:.2f}x = E {expected_tokens_by_position(alphas):.2f} / cost {cost:.2f}"
+                f" at α={self.alpha:.2f}, by position {'/'.join(f'{a:.2f}' for a in alphas)}"
+                f" ({len(self.recent)} evaluated this run)")
 
     def _decide(self, k: int, kind: str, predicted: Optional[float], why: str) -> int:
         self.decision, self.planned = Decision(kind, why, predicted), k
@@ -234,7 +248,10 @@ class AutoSchedule(OptimalSchedule):
             return
         self.plain_run = 0
         super().update(drafted, evaluated, accepted, draft_time_s, verify_time_s)
-        self.recent.extend([True] * accepted + [False] * (evaluated - accepted))
+        outcomes = [True] * accepted + [False] * (evaluated - accepted)  # position 1, 2, ...
+        self.recent.extend(outcomes)
+        for seen, outcome in zip(self.by_position, outcomes):
+            seen.append(outcome)
         k = self.planned if self.prior.tree else drafted  # a tree step's drafted chain is the branch kept
         self.step_times.setdefault(k, []).append(draft_time_s + verify_time_s)
 

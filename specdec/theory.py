@@ -24,6 +24,16 @@ def _check(alpha: float, k: int) -> None:
         raise ValueError(f"k must be >= 0, got {k}")
 
 
+def expected_tokens_by_position(alphas) -> float:
+    """E = 1 + a_1 + a_1·a_2 + … + a_1···a_K: tokens per target forward when the draft at position i is accepted with
+    probability alphas[i - 1] given that every draft before it was (equal alphas: expected_tokens_per_forward)."""
+    total, reach = 1.0, 1.0
+    for alpha in alphas:
+        reach *= alpha
+        total += reach
+    return total
+
+
 def expected_tokens_per_forward(alpha: float, k: int) -> float:
     """E = (1 - alpha^(k+1)) / (1 - alpha): tokens emitted per target forward, bonus included."""
     _check(alpha, k)

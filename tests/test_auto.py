@@ -161,6 +161,22 @@ def test_auto_schedule_doubles_the_gap_between_probes_that_leave_it_off():
     assert probes[0] == AutoSchedule.probe_every and gaps == [2 * AutoSchedule.probe_every, PROBE_MAX_GAP, PROBE_MAX_GAP]
 
 
+def test_auto_schedule_drafts_one_token_when_the_second_is_always_rejected():
+    # pooled over positions alpha is 0.5, which would pick K=2 here (1.75 / 1.14 > 1.5 / 1.07); by position: 1.0, 0.0
+    schedule = AutoSchedule(2, CostPrior(0.5, {1: 0.02, 2: 0.02}, {1: 1.05, 2: 1.1}))
+    for _ in range(40):
+        schedule.update(2, 2, 1, 0.0004, 0.011)  # the first draft accepted, the second rejected
+    assert schedule.next_k() == 1
+
+
+def test_a_position_without_evidence_is_taken_to_be_as_good_as_the_one_before():
+    schedule = AutoSchedule(3, prior(0.7))
+    for _ in range(30):
+        schedule.update(1, 1, 0, 0.0001, 0.011)  # position 1 always rejected: positions 2, 3 never evaluated
+    first, second, third = schedule.position_alphas(3)
+    assert first < 0.1 and second == pytest.approx(first, abs=1e-9) and third == pytest.approx(first, abs=1e-9)
+
+
 def test_auto_schedule_keeps_its_state_between_the_two_thresholds():
     schedule = AutoSchedule(1, CostPrior(0.5, {1: 0.1}, {1: 1.0}))
     schedule.best = lambda: (1, (OFF_BELOW + ON_ABOVE) / 2)

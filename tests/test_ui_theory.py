@@ -28,6 +28,11 @@ def test_invalid_alpha_is_refused():
         theory.expected_tokens_per_forward(1.5, 4)
 
 
+def test_tokens_by_position_with_equal_alphas_is_the_iid_formula():
+    assert theory.expected_tokens_by_position([0.6] * 4) == pytest.approx(theory.expected_tokens_per_forward(0.6, 4))
+    assert theory.expected_tokens_by_position([0.9, 0.0, 0.9]) == pytest.approx(1.9)
+
+
 def test_measured_alpha_ignores_unchecked_positions():
     assert theory.measured_alpha(mixed_run()) == pytest.approx(4 / 6)
 
