@@ -2,14 +2,14 @@
 (sweep_view.py's callback, figures and table)."""
 from __future__ import annotations
 
-from functools import partial
+from functools import partial, wraps
 
 import gradio as gr
 
 from specdec import presets
 from specdec.schedules import SCHEDULES
 
-from . import sweep_view
+from . import sweep_view, vllm_sweep
 from .callbacks import Lab
 from .controls import run_controls
 from .sweep_view import SWEEP_TABLE_NOTE, TABLE_COLUMNS
@@ -43,11 +43,18 @@ def build(c: dict) -> None:
                                     column_widths=SWEEP_WIDTHS)
     gr.Markdown(SWEEP_TABLE_NOTE, elem_classes=["explain-note"])
     c["sweep_export"] = gr.File(label="Sweep table (CSV)")
+    gr.Markdown(vllm_sweep.NOTE, elem_id="sweep-vllm-note", elem_classes=["explain-note"])
+
+
+@wraps(sweep_view.sweep)
+def run_sweep(lab: Lab, session, *args, **kwargs):
+    """The Run sweep button: the lab's sweep, or one vLLM server per setting when the sidebar's engine is vLLM."""
+    yield from (vllm_sweep.sweep if session.vllm is not None else sweep_view.sweep)(lab, session, *args, **kwargs)
 
 
 def wire(lab: Lab, c: dict, session) -> None:
     """Its outputs include How it works' theory_fit (built after this tab)."""
-    on(c["sweep_run"].click, partial(sweep_view.sweep, lab),
+    on(c["sweep_run"].click, partial(run_sweep, lab),
        [session, c["prompt"], c["clean"], c["target"], c["target_custom"], c["sweep_drafts"], c["sweep_ks"],
         c["sweep_temps"], c["sweep_tokens"], c["seed"], c["top_p"], c["top_k"], c["chat"], c["k_schedule"],
         c["sweep_schedules"]],

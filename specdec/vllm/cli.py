@@ -12,7 +12,7 @@ from ..events import DecodeSettings
 from ..measurement import INTERACTIVE, Policy
 from . import engine as vllm_engine
 from .client import VllmError
-from .report import acceptance_lines, server_lines
+from .report import acceptance_lines, run_record, server_lines
 from .launcher import METHODS, ServeSpec, alive, record_for, records, start, stop_all, wait_healthy
 
 
@@ -188,11 +188,9 @@ def pairs_policy(pairs):
 
 
 def json_report(done, lead, baseline, estimate) -> dict:
-    from dataclasses import asdict
-
     report = done.result.to_dict()
-    report.update(engine="vllm", vllm_speculative_decoding=done.spec, alignment_exact=done.alignment.exact,
-                  server=asdict(lead.info), baseline_server=asdict(baseline.info) if baseline else None,
+    counters, rss = vllm_engine.server_counters(lead), vllm_engine.server_rss_bytes(lead)
+    report.update(run_record(done, lead, baseline, counters, rss),
                   speedup=estimate.to_dict() if estimate is not None else None)
     return report
 
