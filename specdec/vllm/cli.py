@@ -49,7 +49,8 @@ def add_vllm_parser(commands) -> None:
     sweep.add_argument("--ks", default="2,4", help="K values, e.g. 1-4 or 2,4")
     sweep.add_argument("--temperatures", default="0", help="temperatures measured on each server, e.g. 0,0.7")
     sweep.add_argument("--prompt", required=True)
-    sweep.add_argument("--no-chat", dest="chat", action="store_false", help="the prompt as is (default: chat template)")
+    sweep.add_argument("--no-chat", dest="chat", action="store_false",
+                       help="the prompt as is (default: in the chat template)")
     sweep.add_argument("--max-new-tokens", type=int, default=64)
     sweep.add_argument("--pairs", type=int, default=None, help="time exactly this many pairs per point (default: "
                        "the app's Sweep rule)")

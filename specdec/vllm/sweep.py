@@ -135,7 +135,8 @@ def sweep(baseline: vllm_engine.Server, settings: list[Setting], prompt_ids: lis
         record = launcher.start(python, serve_spec(baseline, setting), say=lambda _: None)
         started = time.monotonic()
         try:
-            yield Progress(index, total, setting, f"starting its server at {record['url']} (pid {record['pid']}; minutes on a CPU)…")
+            yield Progress(index, total, setting,
+                           f"starting its server at {record['url']} (pid {record['pid']}; minutes on a CPU)…")
             for line in launcher.poll_healthy([record]):
                 if should_stop():
                     return
