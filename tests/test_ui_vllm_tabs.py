@@ -104,8 +104,10 @@ def test_the_vllm_sweep_starts_measures_and_stops_one_server_per_k(servers, lab)
 def test_the_vllm_sweep_says_how_long_its_server_starts_take_before_starting(servers, lab):
     launcher = FakeLauncher(servers)
     updates = sweep(lab, session_on(), launcher)
-    assert "Starting 2 vLLM servers one after the other" in updates[0]["status"]
-    assert "min each" in updates[0]["status"]
+    before = next(u["status"] for u in updates if "Starting" in u.get("status", ""))
+    assert "Starting 2 vLLM servers one after the other" in before and "min each" in before
+    assert updates.index(next(u for u in updates if "setting 1 of 2" in u.get("status", ""))) > \
+        updates.index(next(u for u in updates if "Starting" in u.get("status", "")))
     assert any("setting 1 of 2" in u.get("status", "") and "Waiting for /health" in u["status"] for u in updates)
 
 

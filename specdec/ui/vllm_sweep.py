@@ -66,8 +66,10 @@ def sweep(lab, session: Session, prompt, clean_whitespace, target, target_custom
 
                 def resolve(name):
                     return resolve_draft(name, say=lambda _: None)
+            yield {"status": render_status("Checking the baseline server, preparing the drafts for vLLM…"),
+                   "error": ""}
+            baseline = connect_baseline(session.vllm)  # first: an unreachable server fails before any export
             settings = vllm_sweep.settings_for_drafts(names, k_values, resolve)
-            baseline = connect_baseline(session.vllm)
             ids = vllm_engine.encode(baseline, prompt, chat is not False)
             python = python or venv_python()
             decode = make_settings(k_values[0], temps[0], top_p, top_k, max_new_tokens, seed)
