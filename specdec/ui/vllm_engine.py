@@ -256,7 +256,9 @@ With **Engine: vLLM server** in the sidebar, Generate streams a running vLLM ser
 vLLM's per-request record (`per_step_accepted` / `per_step_drafted`): step i gives its accepted drafts, then one
 token of the target's, a correction or a bonus. vLLM's *draft acceptance rate* is the lab's acceptance rate; its
 *mean acceptance length* (1 + accepted / verification steps, bonus included) leaves out the prefill's token and
-steps that drafted nothing. p, q and the draws are not exposed by vLLM, so the inspector shows none.
+steps that drafted nothing. p, q and the draws are not exposed by vLLM, so the inspector shows none. The Race
+runs the speculative server's completion, then the baseline server's, and measures the speedup; the Sweep starts one
+server per draft and K (minutes each on a CPU), measures each against the baseline server and stops it.
 
 Measured on this project's 2-core Intel Xeon (AMX), shared with other work, six held-out prompts, 64 tokens,
 greedy, K = 3, float32, the zoo's draft exported for vLLM (`scripts/compare_vllm.py`):
