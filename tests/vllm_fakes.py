@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 
-from specdec.vllm.client import Chunk, Completion, VllmError
+from specdec.vllm.client import Chunk, Completion, VllmClient, VllmError
 
 MODEL, ROOT = "smollm2-135m-instruct", "/models/smollm2-135m-instruct"
 ACCEPTED = (3, 1, 0, 2)  # a speculative server's accepted drafts per verification step, cycled
@@ -108,13 +108,7 @@ class FakeClient:
                          "acceptance_histogram": [accepted.count(j) for j in range(k + 1)]}
         return done
 
-    def complete(self, prompt_ids, max_tokens, **kwargs) -> Completion:
-        gen = self.stream(prompt_ids, max_tokens, **kwargs)
-        while True:
-            try:
-                next(gen)
-            except StopIteration as stop:
-                return stop.value
+    complete = VllmClient.complete  # the real one, over the scripted stream
 
 
 class FakeLauncher:
