@@ -23,7 +23,7 @@ from .throttle import Throttle
 from .vllm_engine import connect_pair, server_settings
 
 TURNS = ("On vLLM the lanes run one after the other (the speculative server first): each lane's clock is its own "
-         "request's time as the client sees it.")
+         "request's time as the client sees it (vLLM does not expose its compute time).")
 
 
 @dataclass
