@@ -145,7 +145,7 @@ def generate(lab, session, prompt, settings, chat: bool = True):
     lead, baseline = connect_pair(choice)
     settings = server_settings(lead, settings)
     ids = vllm_engine.encode(lead, prompt, chat)
-    view, run = yield from stream(lab, session, lead, ids, prompt, settings)
+    view = yield from stream(lab, session, lead, ids, prompt, settings)
     view.vllm.baseline = baseline
     if view.stopped:
         yield finish(view, status="Stopped: no speedup is measured for a partial run.")
@@ -165,7 +165,7 @@ def generate(lab, session, prompt, settings, chat: bool = True):
 
 
 def stream(lab, session, lead, ids, prompt, settings):
-    """Streams the completion (plain tokens until vLLM's record arrives); returns (RunView, VllmRun)."""
+    """Streams the completion (plain tokens until vLLM's record arrives); returns its RunView."""
     gen, tokens = vllm_engine.stream_run(lead, ids, settings), Throttle(lab.token_interval_s)
     events, run, stopped = [], None, False
     while True:
@@ -185,7 +185,7 @@ def stream(lab, session, lead, ids, prompt, settings):
     if run is None:  # stopped: show what arrived, uncoloured
         run = _partial(lead, ids, settings, events)
     session.last_run = RunView(prompt, run.result.events, run.result, stopped=stopped, vllm=VllmView(run, lead))
-    return session.last_run, run
+    return session.last_run
 
 
 def _partial(lead, ids, settings, events):
