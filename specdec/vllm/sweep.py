@@ -20,7 +20,7 @@ from ..sweep import SweepRow
 from . import engine as vllm_engine
 from . import launcher as default_launcher
 from .client import VllmError
-from .launcher import METHODS, ServeSpec
+from .launcher import ServeSpec
 
 NOT_AVAILABLE = ("not available from vLLM: c and v(K) (the draft's and the verification's costs inside the server), "
                  "so no theory forms; the drafter's memory")
@@ -55,6 +55,8 @@ class Progress:
 
 PROMPT_LOOKUP = "prompt-lookup"  # the lab's drafter whose vLLM counterpart is ngram
 ZOO_METHODS = {"smollm2-135m-draft": "draft_model", "smollm2-135m-eagle": "eagle"}  # export.EXPORTABLE's
+NO_VLLM_COUNTERPART = ("auto", "smollm2-135m-eagle-tree", "smollm2-135m-eagle-tree-60", "smollm2-135m-medusa",
+                       "smollm2-135m-early-exit")  # trees, Medusa, early exit: no vLLM method loads the zoo's
 
 
 def settings_for_drafts(drafts: list[str], ks: list[int], resolve: Callable[[str], str]) -> list[Setting]:
@@ -65,7 +67,7 @@ def settings_for_drafts(drafts: list[str], ks: list[int], resolve: Callable[[str
     for name in drafts:
         if name == PROMPT_LOOKUP:
             method, draft = "ngram", None
-        elif name == "auto" or (name in NO_VLLM_COUNTERPART):
+        elif name in NO_VLLM_COUNTERPART:
             raise VllmError(f"{name!r} has no vLLM counterpart: on vLLM the sweep takes prompt-lookup (ngram), "
                             f"{', '.join(ZOO_METHODS)} or a draft checkpoint (folder or hub id)")
         else:
@@ -74,22 +76,6 @@ def settings_for_drafts(drafts: list[str], ks: list[int], resolve: Callable[[str
     if not out:
         raise VllmError("pick at least one draft for the sweep")
     return out
-
-
-NO_VLLM_COUNTERPART = ("smollm2-135m-eagle-tree", "smollm2-135m-eagle-tree-60", "smollm2-135m-medusa",
-                       "smollm2-135m-early-exit")
-
-
-def plan(methods: list[str], ks: list[int], draft: Optional[str] = None) -> list[Setting]:
-    """Every method at every K; methods other than ngram need `draft`."""
-    if not methods or not ks:
-        raise VllmError("a vLLM sweep needs at least one method and one K")
-    for method in methods:
-        if method not in METHODS:
-            raise VllmError(f"unknown method {method!r}: one of {', '.join(METHODS)}")
-        if method != "ngram" and not draft:
-            raise VllmError(f"the {method} method needs a draft (a folder or hub id)")
-    return [Setting(m, k, None if m == "ngram" else draft) for m in methods for k in ks]
 
 
 def serve_spec(baseline: vllm_engine.Server, setting: Setting) -> ServeSpec:
