@@ -144,6 +144,7 @@ def test_the_zoo_draft_becomes_vllms_draft_model_with_its_exported_folder(server
 
 @pytest.mark.parametrize("case, expected", [
     ({"drafts": ["smollm2-135m-medusa"]}, "no vLLM counterpart"),
+    ({"drafts": ["lab-draft-small"]}, "no vLLM counterpart"),
     ({"k_schedule": "heuristic"}, "constant K schedule only"),
     ({"ks": "0"}, "K"),
 ])

@@ -55,23 +55,22 @@ class Progress:
 
 PROMPT_LOOKUP = "prompt-lookup"  # the lab's drafter whose vLLM counterpart is ngram
 ZOO_METHODS = {"smollm2-135m-draft": "draft_model", "smollm2-135m-eagle": "eagle"}  # export.EXPORTABLE's
-NO_VLLM_COUNTERPART = ("auto", "smollm2-135m-eagle-tree", "smollm2-135m-eagle-tree-60", "smollm2-135m-medusa",
-                       "smollm2-135m-early-exit")  # trees, Medusa, early exit: no vLLM method loads the zoo's
 
 
 def settings_for_drafts(drafts: list[str], ks: list[int], resolve: Callable[[str], str]) -> list[Setting]:
     """The Sweep tab's drafts as vLLM settings: prompt-lookup -> ngram, the zoo's exportable drafts -> draft_model /
-    eagle with their exported folder (resolve: export.resolve_draft), a folder or hub id -> draft_model; each at
-    every K."""
+    eagle with their exported folder (resolve: export.resolve_draft), a folder or hub id (it has a "/") ->
+    draft_model; each at every K. Any other name (a tree, Medusa, early exit, auto, the lab family's drafts) has
+    no vLLM counterpart and is refused before anything starts."""
     out = []
     for name in drafts:
         if name == PROMPT_LOOKUP:
             method, draft = "ngram", None
-        elif name in NO_VLLM_COUNTERPART:
+        elif name in ZOO_METHODS or "/" in name:
+            method, draft = ZOO_METHODS.get(name, "draft_model"), resolve(name)
+        else:
             raise VllmError(f"{name!r} has no vLLM counterpart: on vLLM the sweep takes prompt-lookup (ngram), "
                             f"{', '.join(ZOO_METHODS)} or a draft checkpoint (folder or hub id)")
-        else:
-            method, draft = ZOO_METHODS.get(name, "draft_model"), resolve(name)
         out.extend(Setting(method, k, draft) for k in ks)
     if not out:
         raise VllmError("pick at least one draft for the sweep")
