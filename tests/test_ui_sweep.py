@@ -5,7 +5,7 @@ from specdec.events import DecodeSettings
 from specdec.sweep import (SweepPoint, SweepRunner, add_theory, fit_errors, parse_ks, parse_temperatures,
                            plan_sweep)
 from specdec.ui.callbacks import Lab
-from specdec.ui.layout import SWEEP_WIDTHS
+from specdec.ui.sweep_tab import SWEEP_WIDTHS
 from specdec.ui.session import Session
 from specdec.ui.sweep_view import (TABLE_COLUMNS, acceptance_figure, best_summary, heatmap_figure, speedup_figure,
                                    sweep, sweep_dataframe, theory_fit_html)

@@ -142,6 +142,9 @@ def cli(*args):
     (["generate", "--engine", "vllm", "--prompt", "x", "--vllm-url", "ftp://x:1"], "not a server URL"),
     (["generate", "--engine", "vllm", "--prompt", "x", "--vllm-url", "127.0.0.1:9", "--k-schedule", "heuristic"],
      "K is fixed"),
+    (["vllm", "sweep", "--baseline-url", "http://127.0.0.1:9", "--prompt", "x", "--ks", "0"], "K values must lie"),
+    (["vllm", "sweep", "--baseline-url", "http://127.0.0.1:9", "--prompt", "x", "--drafts", "smollm2-135m-medusa"],
+     "no vLLM counterpart"),
 ])
 def test_cli_bad_vllm_arguments_exit_2_with_one_line(args, expected):
     done = cli(*args)

@@ -8,6 +8,7 @@ last test kills one mid-stream. float32 on both sides, so that greedy text can b
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -180,6 +181,64 @@ def test_generate_in_the_app_colours_vllms_tokens_and_measures_the_speedup(serve
     assert session.last_run.vllm
     inspected = lab.first_interesting_step(session)
     assert "not available from vLLM" in inspected["inspect_details"]
+
+
+def _app_on(servers, monkeypatch):
+    from specdec.ui import vllm_engine as ui_vllm
+    from specdec.ui.callbacks import Lab
+    from specdec.ui.session import Session
+    from ui_fakes import FakeEngine
+
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    lab = Lab(FakeEngine(), token_interval_s=0.0, heavy_interval_s=0.0, settle_s=0.0, policy=QUICK)
+    session = Session()
+    ui_vllm.choose_engine(session, ui_vllm.VLLM, servers["ngram"]["url"], servers["base"]["url"])
+    return lab, session
+
+
+APP_ARGS = dict(clean_whitespace=False, target="", draft="", target_custom="", draft_custom="", k=4,
+                temperature=0.0, top_p=1.0, top_k=0, max_new_tokens=24, seed=0)
+
+
+def test_the_apps_race_runs_the_speculative_server_against_the_baseline(servers, monkeypatch):
+    from specdec.ui.race_tab import run_race
+
+    lab, session = _app_on(servers, monkeypatch)
+    updates = list(run_race(lab, session, prompt=PROMPTS[0], **APP_ARGS))
+    assert not any(u.get("error") for u in updates), [u["error"] for u in updates if u.get("error")]
+    final = updates[-1]
+    assert "Measured speedup" in final["race_summary"] and "95% interval" in final["race_summary"]
+    lanes = next(u for u in reversed(updates) if "race_spec" in u)
+    assert "tok-accepted" in lanes["race_spec"] and "as the client sees it" in lanes["race_base"]
+
+
+def test_the_apps_vllm_run_exports_its_trace_and_shows_the_servers_memory_and_counters(servers, monkeypatch):
+    import json
+
+    lab, session = _app_on(servers, monkeypatch)
+    final = list(lab.generate(session, prompt=PROMPTS[1], **APP_ARGS))[-1]
+    report = json.loads(open(final["exports"][1]).read())
+    assert report["engine"] == "vllm" and report["speedup"]["repeats"] == 6
+    assert report["server_rss_bytes"] > 100 * 2**20  # the launcher started it: its process group's RSS
+    assert report["server_counters_after_run"]["drafts"] > 0
+    assert "Memory (vLLM server)" in final["cards"] and "from /proc" in final["cards"]
+    assert 'data-metric="vllm_counters"' in final["cards"]
+
+
+@pytest.mark.skipif(not os.environ.get("SPECDEC_VLLM_SWEEP_TEST"), reason="the vLLM sweep starts a server of its own "
+                    "(2.5-6 minutes on a 2-core CPU): set SPECDEC_VLLM_SWEEP_TEST=1 to run it")
+def test_the_cli_sweep_starts_measures_and_stops_one_server_per_setting(servers):
+    import json
+
+    done = cli("vllm", "sweep", "--baseline-url", servers["base"]["url"], "--drafts", "prompt-lookup", "--ks", "2",
+               "--prompt", PROMPTS[0], "--max-new-tokens", "24", "--pairs", "6", "--json", timeout=900)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert [(r["draft"], r["k"], r["repeats"]) for r in rows] == [("vllm ngram", 2, 6)]
+    assert rows[0]["speedup_low"] <= rows[0]["speedup"] <= rows[0]["speedup_high"]
+    pid = int(re.search(r"\(pid (\d+);", done.stderr).group(1))
+    assert pid not in {r["pid"] for r in launcher.records()}  # its server was stopped and forgotten
+    assert launcher.group_members(pid) == []  # no orphan: nothing of its process group is left
 
 
 def test_a_server_that_dies_mid_stream_gives_one_clear_error(servers):

@@ -174,6 +174,9 @@ class Lab:
         return session.last_run
 
     def view_cards(self, view: RunView, note: str = "") -> str:
+        if view.vllm:  # a run on a vLLM server: its cards (vllm_engine.py)
+            from .vllm_engine import view_cards
+            return view_cards(view, note)
         return render_cards(view.result.metrics, view.estimate, view.result.metrics.memory, note,
                             theory_note(view.events, view.result.settings.max_new_tokens), alpha_note(view.events),
                             engine=chosen_for(view.result.target_name),

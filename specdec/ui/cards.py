@@ -111,11 +111,11 @@ def auto_card(choice: dict | None, events) -> str:
 
 
 def render_cards(stats: RunMetrics, estimate=None, memory=None, note: str = "", theory: str = "",
-                 alpha: str = "", engine=None, auto: str = "") -> str:
+                 alpha: str = "", engine=None, auto: str = "", memory_card: str = "") -> str:
     """Acceptance rate (accepted / drafted, with α beside it), tokens per target forward (with the
     theory's figure), tokens/s of the streamed run, the measured speedup (an Estimate), memory, (engine: a
     specdec.tuning.TunedPath) the path the measured `auto` chose for the target, and (auto: auto_card's) the
-    auto drafter's choice and its on/off steps."""
+    auto drafter's choice and its on/off steps. memory_card: a card in place of the memory one (a vLLM server's)."""
     rate, per_fwd, tps = stats.acceptance_rate, stats.tokens_per_forward, stats.tokens_per_s
     cards = [
         _card("Acceptance rate (accepted / drafted)", "–" if rate is None else f"{rate:.0%}",
@@ -126,6 +126,6 @@ def render_cards(stats: RunMetrics, estimate=None, memory=None, note: str = "", 
         _card("Tokens / s (this streamed run)", "–" if tps is None else f"{tps:.1f}",
               f"engine time {stats.wall_time_s:.2f} s", "tokens_per_s"),
         _speedup_card(estimate, note),
-        _memory_card(memory),
+        memory_card or _memory_card(memory),
     ] + ([_engine_card(engine)] if engine is not None else []) + ([auto] if auto else [])
     return f'<div class="cards">{"".join(cards)}</div>'

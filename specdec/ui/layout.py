@@ -1,7 +1,7 @@
-"""gr.Blocks wiring: components, and events bound to the plain callbacks (by output name)."""
+"""The page shell: the sidebar (engine, models, decoding), the prompt and the tour above the tabs, and the tabs,
+each built and wired by its own module (generate_tab, race_tab, sweep_tab, lossless_tab, cost_tab; How it works
+here). Events bind the plain callbacks by output name through wiring.py."""
 from __future__ import annotations
-
-from functools import partial
 
 import gradio as gr
 
@@ -10,19 +10,12 @@ from specdec.auto_choice import AUTO
 from specdec.schedules import CONFIDENCE_THRESHOLD, SCHEDULES
 from specdec.zoo.families import families_markdown
 
-from . import race as race_tab
-from . import cost_tab
-from . import lossless_tab
-from . import report, sweep_view, tour, vllm_engine
+from . import cost_tab, generate_tab, lossless_tab, race_tab, report, sweep_tab, tour, vllm_engine
 from .callbacks import Lab
-from .controls import run_controls
 from .preload import preload_update
-from .render import render_legend, render_tokens
 from .session import Session
-from .style import CSS, TOKEN_CLICK_JS
-from .sweep_view import SWEEP_TABLE_NOTE, TABLE_COLUMNS
-from .tables import STEP_COLUMNS, empty_table
-from .wiring import DEVICE, on, on_stop, pick
+from .style import CSS
+from .wiring import on, pick
 
 EXAMPLES = [  # prompt, K, temperature, seed, max new tokens; the first three are chat prompts for SmolLM2
     ["Explain photosynthesis in simple terms.", 4, 0.0, 0, 96],
@@ -96,124 +89,6 @@ def _prompt_controls(c: dict) -> None:
                     "code · fibonacci · greedy", "code · os.walk · greedy K=6", "prose · T=0.7", "prose · T=1.0"])
 
 
-def _generate_tab(c: dict) -> None:
-    with gr.Row():
-        c["run"] = gr.Button("Run", variant="primary", elem_id="run-btn", scale=2)
-        c["stop"] = gr.Button("Stop", variant="stop", elem_id="stop-btn", scale=1)
-    c["status"] = gr.HTML(elem_id="gen-status", min_height=0, label="Status", show_label=False)
-    c["error"] = gr.HTML(elem_id="gen-error", min_height=0, label="Error", show_label=False)
-    gr.HTML(render_legend())
-    c["tokens"] = gr.HTML(render_tokens([], empty_note="Press Run: tokens appear here, step by step."),
-                          js_on_load=TOKEN_CLICK_JS, elem_id="tokens", max_height=460, autoscroll=True,
-                          label="Tokens (HTML, coloured by fate)", show_label=False)
-    c["cards"] = gr.HTML(elem_id="cards", label="Metric cards (HTML)", show_label=False)
-    gr.Markdown("The tokens above are one streamed run, for watching. The **speedup** comes from separate timed "
-                "repeats of speculative and target-only decoding over the same number of tokens, interleaved; it "
-                "shows the median with its 95% interval, or *no measurable difference* when the interval "
-                "contains 1.", elem_classes=["explain-note"])
-    with gr.Accordion("Token inspector & step-through (click any token)", open=False,
-                      elem_id="inspector") as c["inspector_box"]:
-        with gr.Row():
-            c["prev"] = gr.Button("◀ Step", size="sm", scale=0, min_width=80)
-            c["inspect_step"] = gr.Slider(0, 1, value=0, step=1, label="Step", scale=4)
-            c["next"] = gr.Button("Step ▶", size="sm", scale=0, min_width=80)
-            c["inspect_pos"] = gr.Dropdown([], label="Token in this step", scale=3)
-        c["step_story"] = gr.HTML(elem_id="step-story")
-        c["replay"] = gr.HTML(elem_id="replay")
-        with gr.Row():
-            c["inspect_plot"] = gr.Plot(label="p(x) vs q(x)", elem_id="inspect-plot")
-            c["inspect_details"] = gr.HTML(elem_id="inspect-details")
-    with gr.Row():
-        c["plot_acceptance"] = gr.Plot(elem_id="plot-acceptance", show_label=False,
-                                       label="Acceptance by draft position")
-        c["plot_lengths"] = gr.Plot(elem_id="plot-lengths", show_label=False, label="Accepted length per step")
-    with gr.Row():
-        c["plot_throughput"] = gr.Plot(elem_id="plot-throughput", show_label=False, label="Tokens over time")
-        c["plot_memory"] = gr.Plot(elem_id="plot-memory", show_label=False, label="Memory")
-    c["steps_table"] = gr.Dataframe(empty_table(STEP_COLUMNS), label="Steps", wrap=True, max_height=300,
-                                    elem_id="steps-table", column_widths=STEP_WIDTHS)
-    c["exports"] = gr.File(label="Full trace (CSV per token, JSON with everything)", file_count="multiple")
-    report.build_report_controls(c)
-
-
-def _race_tab(c: dict) -> None:
-    gr.Markdown("Both decoders share this device, so they take turns; each clock counts only its own compute, "
-                "so the tokens/s you see are what each gets alone. Uses the models and settings on the left.")
-    run_controls(c, "race", "Start race")
-    c["race_summary"] = gr.HTML(elem_id="race-summary", label="Race summary", show_label=False)
-    with gr.Row(equal_height=True):
-        c["race_base"] = gr.HTML(elem_id="race-base", label="Target-only lane", show_label=False)
-        c["race_spec"] = gr.HTML(elem_id="race-spec", label="Speculative lane", show_label=False)
-
-
-def _sweep_tab(c: dict) -> None:
-    drafts = [n for n in presets.all_model_choices() if n != presets.DEFAULT_TARGET]
-    with gr.Row():
-        c["sweep_drafts"] = gr.Dropdown(drafts, value=[presets.DEFAULT_DRAFT], multiselect=True,
-                                        allow_custom_value=True, label="Drafts", scale=3)
-        c["sweep_schedules"] = gr.Dropdown(list(SCHEDULES), value=["constant"], multiselect=True, label="K schedules",
-                                           info="an adaptive one's K is the largest K a step may draft",
-                                           elem_id="sweep-schedules", scale=2)
-        c["sweep_ks"] = gr.Textbox("1-8", label="K values (e.g. 1-8 or 1,2,4,8)", elem_id="sweep-ks", scale=2)
-        c["sweep_temps"] = gr.Textbox("0, 0.7, 1.0", label="Temperatures", elem_id="sweep-temps", scale=2)
-        c["sweep_tokens"] = gr.Slider(8, 256, value=64, step=8, label="New tokens per run", scale=2,
-                                       elem_id="sweep-tokens")
-    run_controls(c, "sweep", "Run sweep")
-    c["sweep_best"] = gr.HTML(elem_id="sweep-best", label="Best K", show_label=False)
-    with gr.Row():
-        c["sweep_speedup"] = gr.Plot(elem_id="sweep-speedup", show_label=False, label="Speedup vs K")
-        c["sweep_acceptance"] = gr.Plot(elem_id="sweep-acceptance", show_label=False, label="Acceptance vs K")
-    c["sweep_memory"] = gr.Plot(elem_id="sweep-memory", show_label=False, label="Speedup vs extra memory")
-    c["sweep_heatmap"] = gr.Plot(elem_id="sweep-heatmap", show_label=False, label="Speedup heatmap")
-    c["sweep_table"] = gr.Dataframe(empty_table(list(TABLE_COLUMNS.values())), label="Sweep (measured; theory with "
-                                    "measured α, c and v(K))", max_height=300, elem_id="sweep-table",
-                                    column_widths=SWEEP_WIDTHS)
-    gr.Markdown(SWEEP_TABLE_NOTE, elem_classes=["explain-note"])
-    c["sweep_export"] = gr.File(label="Sweep table (CSV)")
-
-
-def _wire_generate(lab: Lab, c: dict, s) -> list:
-    """Generate tab and inspector events; returns the shared settings inputs."""
-    settings = [c[n] for n in ("prompt", "clean", "target", "draft", "target_custom", "draft_custom", "k",
-                               "temperature", "top_p", "top_k", "max_new_tokens", "seed", "k_schedule", "chat")]
-    inspect_out = pick(c, "inspect_step", "inspect_pos", "replay", "step_story", "inspect_plot", "inspect_details")
-    run = on(c["run"].click, lab.generate, [s, *settings],
-             pick(c, "status", "error", "cleanup", "tokens", "cards", "plot_acceptance", "plot_lengths",
-                  "plot_throughput", "plot_memory", "steps_table", "exports"),
-             api_name="generate", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120, run_id=c["run_id"],
-             show_progress_on=[c["tokens"]])
-    on(run.then, lab.first_interesting_step, [s], inspect_out, api_visibility="private")
-    on_stop(c["stop"].click, lab, s, c["run_id"], "generate", pick(c, "status"), api_name="stop")
-    on(c["inspect_step"].release, lab.show_step, [s, c["inspect_step"]], inspect_out, api_visibility="private")
-    on(c["prev"].click, partial(lab.step_by, delta=-1), [s, c["inspect_step"]], inspect_out, api_visibility="private")
-    on(c["next"].click, partial(lab.step_by, delta=1), [s, c["inspect_step"]], inspect_out, api_visibility="private")
-    on(c["inspect_pos"].input, lab.show_token, [s, c["inspect_step"], c["inspect_pos"]],
-       pick(c, "inspect_plot", "inspect_details"), api_visibility="private")
-    on(c["tokens"].select, lab.select_token, [s], {**inspect_out, **pick(c, "inspector_box")},
-       api_visibility="private")
-    return settings
-
-
-def _wire_race_and_sweep(lab: Lab, c: dict, s, settings) -> None:
-    on(c["race_run"].click, partial(race_tab.race, lab), [s, *settings],
-       pick(c, "cleanup", "race_base", "race_spec", "race_summary", status="race_status", error="race_error"),
-       api_name="race", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120, run_id=c["run_id"],
-       show_progress_on=[c["race_base"], c["race_spec"]])
-    on(c["sweep_run"].click, partial(sweep_view.sweep, lab),
-       [s, c["prompt"], c["clean"], c["target"], c["target_custom"], c["sweep_drafts"], c["sweep_ks"],
-        c["sweep_temps"], c["sweep_tokens"], c["seed"], c["top_p"], c["top_k"], c["chat"], c["k_schedule"],
-        c["sweep_schedules"]],
-       pick(c, "cleanup", "sweep_acceptance", "sweep_speedup", "sweep_heatmap", "sweep_memory", "sweep_table",
-            "sweep_export", "sweep_best", "theory_fit", status="sweep_status", error="sweep_error"),
-       api_name="sweep", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=300, run_id=c["run_id"],
-       show_progress_on=[c["sweep_speedup"]])
-    on(c["preset"].input, pick_preset, [c["preset"]], pick(c, "target", "draft", "sweep_drafts", "preset_note"),
-       api_visibility="private")
-    for name in ("race", "sweep"):
-        on_stop(c[f"{name}_stop"].click, lab, s, c["run_id"], name, pick(c, status=f"{name}_status"),
-                api_visibility="private")
-
-
 def build_app(lab: Lab | None = None) -> gr.Blocks:
     """The whole app; `lab` binds the callbacks to an engine (default: the real one)."""
     lab = lab or Lab()
@@ -230,11 +105,11 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
         tour.build_tour(c)
         with gr.Tabs(elem_id="tabs") as c["tabs"]:
             with gr.Tab("Generate", id="generate"):
-                _generate_tab(c)
+                generate_tab.build(c)
             with gr.Tab("Race", id="race"):
-                _race_tab(c)
+                race_tab.build(c)
             with gr.Tab("Sweep", id="sweep"):
-                _sweep_tab(c)
+                sweep_tab.build(c)
             with gr.Tab("Is it exact?", id="lossless"):
                 lossless_tab.build(c)
             with gr.Tab("Why this speedup?", id="cost"):
@@ -245,13 +120,15 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
                 gr.Markdown(vllm_engine.HOW_IT_WORKS, elem_id="vllm-how")
                 c["theory_fit"] = gr.HTML(THEORY_FIT_EMPTY, elem_id="theory-fit", label="Theory vs measured",
                                           show_label=False)
-        settings = _wire_generate(lab, c, session)
+        settings = generate_tab.wire(lab, c, session)
         vllm_engine.wire_engine_controls(on, c, session)
-        _wire_race_and_sweep(lab, c, session, settings)
+        race_tab.wire(lab, c, session, settings)
+        sweep_tab.wire(lab, c, session)
+        on(c["preset"].input, pick_preset, [c["preset"]], pick(c, "target", "draft", "sweep_drafts", "preset_note"),
+           api_visibility="private")
         lossless_tab.wire(lab, c, session, settings)
         cost_tab.wire(lab, c, session)
         tour.wire_tour(c, session)
-        report.wire_report(lab, c, session)
         report.add_svg_buttons(c)
         c["preload_timer"] = gr.Timer(1.0)  # the start-up fetch and preload report in the status line
         on(c["preload_timer"].tick, preload_update, [], pick(c, "status", "target", "draft", timer="preload_timer"),
@@ -261,10 +138,6 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
 
 
 LAUNCH_KWARGS = {"css": CSS, "theme": gr.themes.Soft(), "footer_links": ["api", "gradio"]}
-
-# Column widths that hold each header on one line at 12px (style.py), so no header wraps letter by letter.
-STEP_WIDTHS = ["5%", "4%", "20%", "9%", "7%", "11%", "17%", "9%", "9%", "9%"]
-SWEEP_WIDTHS = [100, 78, 27, 27, 85, 27, 71, 71, 107, 71, 56, 63, 78, 92, 56, 27, 49, 49]  # px: scrolls sideways if narrow
 THEORY_FIT_EMPTY = ('<div class="theory-fit">Run a sweep: both forms are then compared with your measured points '
                     'here.</div>')
 

@@ -26,6 +26,7 @@ class Lane:
     gen: object  # a Generation: iterates StepEvents, keeps its own engine_time_s
     events: list = field(default_factory=list)
     done: bool = False
+    clock_word = "of compute"  # what the lane's clock counts (a vLLM lane's: vllm_race.ServerLane)
 
     @property
     def clock_s(self) -> float:
@@ -56,7 +57,7 @@ def render_lane(lane: Lane, prompt: str, leader: bool, step_marks: bool = True) 
     head = (f'<div class="race-head"><b>{escape(lane.name)}{badge}</b>'
             f'<span class="race-rate" data-lane-rate="{escape(lane.name)}">{rate}</span></div>'
             f'<div class="status-line">{stats.new_tokens} tokens · {stats.target_forwards} target forwards · '
-            f'{lane.clock_s:.2f} s of compute</div>')
+            f'{lane.clock_s:.2f} s {lane.clock_word}</div>')
     return head + render_tokens(lane.events, prompt, streaming=not lane.done, step_marks=step_marks)
 
 

@@ -117,15 +117,22 @@ def sweep_html(rows) -> str:
             f"of timed pairs with its 95% interval.</p>")
 
 
+def measurement_row(key, est) -> dict:
+    """One measured configuration: the lab's (target, device, dtype, draft, prompt ids, settings) or a vLLM pair of
+    servers' (specdec/vllm/engine.measurement_key)."""
+    if key[0] == "vllm":
+        _, url, model, baseline_url, prompt_ids, settings = key
+        target, draft, device, dtype = model, f"vLLM server {url}", f"vs baseline server {baseline_url}", "–"
+    else:
+        target, device, dtype, draft, prompt_ids, settings = key
+    return {"target": target, "draft": draft, "device": device, "dtype": dtype, "K": settings.k,
+            "K schedule": settings.k_schedule, "T": settings.temperature, "seed": settings.seed,
+            "prompt tokens": len(prompt_ids), "speedup": est.describe(), "verdict": est.verdict or "–"}
+
+
 def measurements_html(session: Session) -> str:
     """Every configuration measured in this session (Generate, Race and Sweep share the cache)."""
-    rows = []
-    for key, m in session.measurements.items():
-        target, device, dtype, draft, prompt_ids, settings = key
-        est = m.estimate()
-        rows.append({"target": target, "draft": draft, "device": device, "dtype": dtype, "K": settings.k,
-                     "K schedule": settings.k_schedule, "T": settings.temperature, "seed": settings.seed,
-                     "prompt tokens": len(prompt_ids), "speedup": est.describe(), "verdict": est.verdict or "–"})
+    rows = [measurement_row(key, m.estimate()) for key, m in session.measurements.items()]
     if not rows:
         return ""
     return f"<h2>Every measurement in this session</h2>{table_html(pd.DataFrame(rows))}"

@@ -19,7 +19,7 @@ class RunView:
     estimate: Any = None  # specdec.measurement.Estimate of the speedup, once measuring has begun
     exports: list = field(default_factory=list)
     stopped: bool = False
-    vllm: bool = False  # run on a vLLM server (vllm_engine.py): p, q and the draws are not known
+    vllm: Any = None  # a run on a vLLM server: its vllm_engine.VllmView (p, q and the draws are not known)
 
 
 @dataclass

@@ -88,15 +88,15 @@ def measurement_record(estimate, baseline) -> dict:
 
 
 def export_trace(result, folder: str | None = None, stem: str = "specdec-trace", *, measurement=None,
-                 baseline=None) -> list[str]:
+                 baseline=None, extra: dict | None = None) -> list[str]:
     """Writes <stem>.csv (the per-token trace) and <stem>.json (RunResult.to_dict(): settings, every
-    step, metrics; plus α, the measured speedup with its interval, the baseline and the definitions);
-    returns both paths."""
+    step, metrics; plus α, the measured speedup with its interval, the baseline, the definitions and `extra`:
+    a vLLM run's record, specdec/vllm/report.run_record); returns both paths."""
     out = Path(folder or tempfile.mkdtemp(prefix="specdec-"))
     csv_path, json_path = out / f"{stem}.csv", out / f"{stem}.json"
     trace_dataframe(result.events).to_csv(csv_path, index=False)
     report = {**result.to_dict(), "alpha": measured_alpha(result.events), **measurement_record(measurement, baseline),
-              "definitions": DEFINITIONS}
+              **(extra or {}), "definitions": DEFINITIONS}
     json_path.write_text(json.dumps(report, indent=1, ensure_ascii=False))
     return [str(csv_path), str(json_path)]
 

@@ -12,23 +12,24 @@ SPECDEC_VLLM_BASELINE_URL) are used, and without them the vLLM engine is off.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import gradio as gr
 
-from specdec.measurement import INTERACTIVE
+from specdec.memory import format_bytes
 from specdec.theory import compute_stats
 from specdec.vllm import engine as vllm_engine
 from specdec.vllm.client import VllmError
 from specdec.vllm.launcher import record_for
-from specdec.vllm.report import NOT_AVAILABLE, alignment_text, vllm_figures_text
+from specdec.vllm.report import NOT_AVAILABLE, alignment_text, counters_text, run_record, vllm_figures_text
+from specdec.vllm.server_info import NOT_EXPOSED
 
 from .cards import _card, alpha_note, render_cards
-from .plots import acceptance_by_position_figure, accepted_length_figure
+from .plots import run_figures, throughput_figure
 from .render import render_status, render_tokens
 from .session import RunView
-from .tables import steps_dataframe
+from .tables import export_trace, steps_dataframe
 from .throttle import Throttle
 
 LAB, VLLM = "SpecDec Lab engine", "vLLM server"
@@ -97,37 +98,74 @@ def wire_engine_controls(on, c: dict, session) -> None:
 
 # --- a run ------------------------------------------------------------------------------------------
 
-def generate(lab, session, prompt, settings, chat: bool = True):
-    """Generator of {output: value} updates (Lab.generate's, for a vLLM server); errors go to Lab.generate."""
-    choice: VllmChoice = session.vllm
-    yield {"status": render_status(f"Connecting to the vLLM server at {choice.url}…"), "error": ""}
+@dataclass
+class VllmView:
+    """A vLLM run's own records, kept with its RunView (RunView.vllm) for the cards, the exports and the report."""
+
+    run: object  # specdec.vllm.engine.VllmRun
+    lead: object  # specdec.vllm.engine.Server
+    baseline: object = None
+    counters: object = None  # the server-wide /metrics counters read after the run (SpecCounters)
+    rss_bytes: Optional[int] = None  # the server's process group's RSS (None: not exposed by its API)
+
+
+def connect_pair(choice: VllmChoice, need_baseline: bool = False):
+    """(lead, baseline or None): the speculative server and the baseline, checked (same target); the Race and the
+    Sweep need the baseline."""
+    if need_baseline and not choice.baseline:
+        raise VllmError("give a baseline server URL in the sidebar (the same target without speculation): "
+                        "`python -m specdec vllm serve --baseline` starts one")
     lead = vllm_engine.connect(choice.url, speculative=True, record_for=record_for)
     baseline = None
     if choice.baseline:
         baseline = vllm_engine.connect(choice.baseline, lead.info.model, speculative=False, record_for=record_for)
         vllm_engine.check_same_model(lead, baseline)
+    return lead, baseline
+
+
+def connect_baseline(choice: VllmChoice):
+    """The sidebar's baseline server alone (the vLLM Sweep starts its speculative servers itself)."""
+    if not choice.baseline:
+        raise VllmError("give a baseline server URL in the sidebar (the target without speculation): the vLLM sweep "
+                        "measures each server it starts against it (`python -m specdec vllm serve --method none`)")
+    return vllm_engine.connect(choice.baseline, speculative=False, record_for=record_for)
+
+
+def server_settings(lead, settings):
+    """The settings a vLLM run uses: K is the server's (fixed when it started)."""
     if settings.k_schedule != "constant":
         raise VllmError("a vLLM server's K is fixed when it starts: choose the constant K schedule")
+    return replace(settings, k=lead.info.k or settings.k)
+
+
+def generate(lab, session, prompt, settings, chat: bool = True):
+    """Generator of {output: value} updates (Lab.generate's, for a vLLM server); errors go to Lab.generate."""
+    choice: VllmChoice = session.vllm
+    yield {"status": render_status(f"Connecting to the vLLM server at {choice.url}…"), "error": ""}
+    lead, baseline = connect_pair(choice)
+    settings = server_settings(lead, settings)
     ids = vllm_engine.encode(lead, prompt, chat)
-    settings = settings.__class__(**{**settings.__dict__, "k": lead.info.k or settings.k})
-    view, run = yield from stream(lab, session, lead, ids, prompt, settings)
+    view = yield from stream(lab, session, lead, ids, prompt, settings)
+    view.vllm.baseline = baseline
     if view.stopped:
-        yield finish(view, run, lead, status="Stopped: no speedup is measured for a partial run.")
+        yield finish(view, status="Stopped: no speedup is measured for a partial run.")
         return
     if baseline is None:
-        yield finish(view, run, lead, status=f"Done on vLLM ({lead.info.method}, K={lead.info.k}). Give a baseline "
-                                             f"server URL for a measured speedup.")
+        yield finish(view, status=f"Done on vLLM ({lead.info.method}, K={lead.info.k}). Give a baseline server URL "
+                                  f"for a measured speedup.")
         return
-    yield finish(view, run, lead, note="measuring…", status="Measuring the speedup against the baseline server…")
+    yield finish(view, note="measuring…", status="Measuring the speedup against the baseline server…")
     for view.estimate in vllm_engine.measure_speedup(lead, baseline, ids, settings, cache=session.measurements,
                                                     policy=lab.policy, should_stop=lambda: session.stop_requested):
         if not view.estimate.final:
-            yield {"cards": cards(view, run, lead), "status": render_status(f"Measuring: {view.estimate.describe()}…")}
-    yield finish(view, run, lead, status=f"Done. Speedup vs the baseline server: {view.estimate.describe()}.")
+            yield {"cards": view_cards(view), "status": render_status(f"Measuring: {view.estimate.describe()}…")}
+    m = session.measurements[vllm_engine.measurement_key(lead, baseline, ids, settings)]
+    view.measured, view.baseline = m.lead_result, m.follow_result
+    yield finish(view, status=f"Done. Speedup vs the baseline server: {view.estimate.describe()}.")
 
 
 def stream(lab, session, lead, ids, prompt, settings):
-    """Streams the completion (plain tokens until vLLM's record arrives); returns (RunView, VllmRun)."""
+    """Streams the completion (plain tokens until vLLM's record arrives); returns its RunView."""
     gen, tokens = vllm_engine.stream_run(lead, ids, settings), Throttle(lab.token_interval_s)
     events, run, stopped = [], None, False
     while True:
@@ -146,8 +184,8 @@ def stream(lab, session, lead, ids, prompt, settings):
                    "status": render_status("Streaming from vLLM: fates arrive with its final chunk…")}
     if run is None:  # stopped: show what arrived, uncoloured
         run = _partial(lead, ids, settings, events)
-    session.last_run = RunView(prompt, run.result.events, run.result, stopped=stopped, vllm=True)
-    return session.last_run, run
+    session.last_run = RunView(prompt, run.result.events, run.result, stopped=stopped, vllm=VllmView(run, lead))
+    return session.last_run
 
 
 def _partial(lead, ids, settings, events):
@@ -157,26 +195,54 @@ def _partial(lead, ids, settings, events):
     return vllm_engine.VllmRun(result, Alignment((), (), False), None, None)
 
 
-def cards(view: RunView, run, lead, note: str = "") -> str:
-    """The lab's cards (acceptance rate with α, tokens per target forward, tokens/s, the measured speedup)
-    and vLLM's: its own figures, what the server runs, what it does not expose."""
-    html = render_cards(view.result.metrics, view.estimate, None, note, "", alpha_note(view.events))
-    length = (run.spec or {}).get("mean_acceptance_length")
+def memory_card(rss_bytes: Optional[int]) -> str:
+    """The server's resident memory where the lab's launcher started it on this machine, else not exposed."""
+    if rss_bytes is None:
+        return _card("Memory (vLLM server)", "–", f"{NOT_EXPOSED} (the lab reads a server's RSS only where its "
+                     "launcher started it, on this machine)", "memory")
+    return _card("Memory (vLLM server)", format_bytes(rss_bytes), "resident memory of the server's processes (API "
+                 "server, engine core, workers), from /proc; the draft's share is not exposed", "memory")
+
+
+def view_cards(view: RunView, note: str = "") -> str:
+    """The lab's cards (acceptance rate with α, tokens per target forward, tokens/s, the measured speedup) and
+    vLLM's: its own figures, the server-wide counters, what the server runs, what it does not expose."""
+    v = view.vllm
+    html = render_cards(view.result.metrics, view.estimate, None, note, "", alpha_note(view.events),
+                        memory_card=memory_card(v.rss_bytes))
+    length = (v.run.spec or {}).get("mean_acceptance_length")
     extra = [_card("vLLM mean acceptance length", "–" if length is None else f"{length:.2f}",
-                   vllm_figures_text(run.spec), "vllm"),
-             _card("vLLM server", f"{lead.info.method}, K={lead.info.k}", lead.info.describe(), "vllm_server"),
-             _card("Not available from vLLM", "p, q, draws", f"{NOT_AVAILABLE}. {alignment_text(run.alignment)}",
+                   vllm_figures_text(v.run.spec), "vllm"),
+             _card("vLLM server counters (/metrics)", "–" if v.counters is None or v.counters.mean_acceptance_length
+                   is None else f"{v.counters.mean_acceptance_length:.2f}", counters_text(v.counters),
+                   "vllm_counters"),
+             _card("vLLM server", f"{v.lead.info.method}, K={v.lead.info.k}", v.lead.info.describe(), "vllm_server"),
+             _card("Not available from vLLM", "p, q, draws", f"{NOT_AVAILABLE}. {alignment_text(v.run.alignment)}",
                    "vllm_missing")]
     return html[: -len("</div>")] + "".join(extra) + "</div>"
 
 
-def finish(view: RunView, run, lead, note: str = "", status: str = "") -> dict:
+def finish(view: RunView, note: str = "", status: str = "") -> dict:
+    """Everything about a finished (or stopped) vLLM run: tokens, cards (with the server's counters and memory read
+    now), plots, steps table and the exports (CSV / JSON trace with vLLM's record)."""
+    v = view.vllm
+    v.counters, v.rss_bytes = _read_safely(vllm_engine.server_counters, v.lead), vllm_engine.server_rss_bytes(v.lead)
+    record = run_record(v.run, v.lead, v.baseline, v.counters, v.rss_bytes)
+    view.exports = export_trace(view.result, measurement=view.estimate, baseline=view.baseline, extra=record)
+    figures = run_figures(view.events, view.result, view.baseline, None)
+    if view.baseline is not None:
+        figures["plot_throughput"] = throughput_figure(view.measured, view.baseline)
     return {"tokens": render_tokens(view.events, view.prompt, empty_note="(no tokens)"),
-            "cards": cards(view, run, lead, note),
-            "plot_acceptance": acceptance_by_position_figure(view.events),
-            "plot_lengths": accepted_length_figure(view.events),
-            "steps_table": steps_dataframe(view.events),
-            "status": render_status(status), "error": ""}
+            "cards": view_cards(view, note), **figures, "steps_table": steps_dataframe(view.events),
+            "exports": view.exports, "status": render_status(status), "error": ""}
+
+
+def _read_safely(read, server):
+    """A figure read after the run; a server gone by then leaves it unknown rather than failing the run."""
+    try:
+        return read(server)
+    except VllmError:
+        return None
 
 
 def inspector_note(event) -> dict:
@@ -190,7 +256,9 @@ With **Engine: vLLM server** in the sidebar, Generate streams a running vLLM ser
 vLLM's per-request record (`per_step_accepted` / `per_step_drafted`): step i gives its accepted drafts, then one
 token of the target's, a correction or a bonus. vLLM's *draft acceptance rate* is the lab's acceptance rate; its
 *mean acceptance length* (1 + accepted / verification steps, bonus included) leaves out the prefill's token and
-steps that drafted nothing. p, q and the draws are not exposed by vLLM, so the inspector shows none.
+steps that drafted nothing. p, q and the draws are not exposed by vLLM, so the inspector shows none. The Race
+runs the speculative server's completion, then the baseline server's, and measures the speedup; the Sweep starts one
+server per draft and K (minutes each on a CPU), measures each against the baseline server and stops it.
 
 Measured on this project's 2-core Intel Xeon (AMX), shared with other work, six held-out prompts, 64 tokens,
 greedy, K = 3, float32, the zoo's draft exported for vLLM (`scripts/compare_vllm.py`):

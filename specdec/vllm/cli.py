@@ -12,7 +12,7 @@ from ..events import DecodeSettings
 from ..measurement import INTERACTIVE, Policy
 from . import engine as vllm_engine
 from .client import VllmError
-from .report import acceptance_lines, server_lines
+from .report import acceptance_lines, run_record, server_lines
 from .launcher import METHODS, ServeSpec, alive, record_for, records, start, stop_all, wait_healthy
 
 
@@ -43,6 +43,22 @@ def add_vllm_parser(commands) -> None:
     serve.add_argument("--detach", action="store_true", help="leave the servers running and return "
                        "(stop them with `python -m specdec vllm stop`)")
     sub.add_parser("stop", help="stop every vLLM server the launcher started")
+    sweep = sub.add_parser("sweep", help="one speculative server per draft and K, started one after the other, each "
+                           "measured against --baseline-url and stopped (minutes per start on a CPU)")
+    sweep.add_argument("--baseline-url", required=True, help="a running server of the target without speculation")
+    sweep.add_argument("--drafts", nargs="+", default=["prompt-lookup"], help="prompt-lookup (ngram), "
+                       "smollm2-135m-draft (draft_model), smollm2-135m-eagle (eagle), or a draft folder / hub id")
+    sweep.add_argument("--ks", default="2,4", help="K values, e.g. 1-4 or 2,4")
+    sweep.add_argument("--temperatures", default="0", help="temperatures measured on each server, e.g. 0,0.7")
+    sweep.add_argument("--prompt", required=True)
+    sweep.add_argument("--no-chat", dest="chat", action="store_false",
+                       help="the prompt as is (default: in the chat template)")
+    sweep.add_argument("--max-new-tokens", type=int, default=64)
+    sweep.add_argument("--pairs", type=int, default=None, help="time exactly this many pairs per point (default: "
+                       "the app's Sweep rule)")
+    sweep.add_argument("--json", action="store_true", help="print the rows as JSON on stdout")
+    sweep.add_argument("--venv", default=None, help="the vLLM venv (default: SPECDEC_VLLM_VENV or "
+                       "<model cache>/vllm-venv)")
     setup = sub.add_parser("setup", help="make (or reuse) the vLLM venv and print its python")
     setup.add_argument("--venv", default=None, help="the vLLM venv (default: SPECDEC_VLLM_VENV or "
                        "<model cache>/vllm-venv)")
@@ -65,6 +81,8 @@ def run_vllm(args) -> int:
         count = stop_all()
         err(f"Stopped {count} vLLM server{'s' if count != 1 else ''}.")
         return 0
+    if args.vllm_command == "sweep":
+        return run_sweep(args)
     if args.vllm_command == "setup":
         from pathlib import Path
 
@@ -180,22 +198,65 @@ def run_generate_vllm(args, settings: DecodeSettings, parse_ids) -> int:
     return 0
 
 
-def pairs_policy(pairs):
-    """INTERACTIVE (the app's rule), or exactly `pairs` pairs."""
+def pairs_policy(pairs, default: Policy = INTERACTIVE):
+    """`default` (the app's rule), or exactly `pairs` pairs."""
     if pairs is None:
-        return INTERACTIVE
+        return default
     if pairs < 1 or pairs > 200:
         raise VllmError("--vllm-pairs must be between 1 and 200")
     return Policy(min_repeats=pairs, floor_repeats=pairs, max_repeats=pairs, tolerance=0.0, budget_s=0.0,
                   hard_budget_s=0.0)
 
 
-def json_report(done, lead, baseline, estimate) -> dict:
+def run_sweep(args) -> int:
+    """`vllm sweep`: specdec/vllm/sweep.py with progress on stderr and one line per point on stdout (--json: the
+    rows). Ctrl-C stops the server being started or measured."""
     from dataclasses import asdict
+    from pathlib import Path
 
+    from ..measurement import SWEEP
+    from ..sweep import parse_ks, parse_temperatures
+    from .export import resolve_draft
+    from .sweep import describe, settings_for_drafts, sweep
+    from .venv import ensure_venv
+
+    try:
+        ks, temps = parse_ks(args.ks), parse_temperatures(args.temperatures)
+    except ValueError as exc:
+        raise VllmError(str(exc)) from None
+    settings = settings_for_drafts(args.drafts, ks, lambda name: resolve_draft(name, say=err))
+    baseline = vllm_engine.connect(args.baseline_url, speculative=False, record_for=record_for)
+    ids = vllm_engine.encode(baseline, args.prompt, chat=args.chat)
+    python = ensure_venv(Path(args.venv).expanduser() if args.venv else None, say=err)
+    err(f"Starting {len(settings)} vLLM server(s) one after the other (minutes each on a CPU; Ctrl-C stops).")
+    steps, rows = sweep(baseline, settings, ids, DecodeSettings(max_new_tokens=args.max_new_tokens),
+                        python, temperatures=temps, policy=pairs_policy(args.pairs, SWEEP)), []
+    try:
+        for step in steps:
+            err(describe(step))
+            if step.row is not None:
+                rows.append(step.row)
+    finally:
+        steps.close()  # Ctrl-C: the server being started or measured is stopped
+    if args.json:
+        print(json.dumps([asdict(r) for r in rows]))
+        return 0
+    print("draft\tK\tT\tacceptance rate\tα\ttokens per target forward\tspeedup\t95% interval\trepeats")
+    for r in rows:
+        interval = "–" if r.speedup_low is None else f"{r.speedup_low:.2f}–{r.speedup_high:.2f}"
+        print(f"{r.draft}\t{r.k}\t{r.temperature:g}\t{_fmt(r.acceptance_rate)}\t{_fmt(r.alpha_point)}\t"
+              f"{_fmt(r.tokens_per_forward)}\t{_fmt(r.speedup)}\t{interval}\t{r.repeats}")
+    return 0
+
+
+def _fmt(x) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
+def json_report(done, lead, baseline, estimate) -> dict:
     report = done.result.to_dict()
-    report.update(engine="vllm", vllm_speculative_decoding=done.spec, alignment_exact=done.alignment.exact,
-                  server=asdict(lead.info), baseline_server=asdict(baseline.info) if baseline else None,
+    counters, rss = vllm_engine.server_counters(lead), vllm_engine.server_rss_bytes(lead)
+    report.update(run_record(done, lead, baseline, counters, rss),
                   speedup=estimate.to_dict() if estimate is not None else None)
     return report
 

@@ -16,7 +16,7 @@ from ..measurement import INTERACTIVE, Measurement, Policy, Timing, measure
 from .client import Completion, VllmClient, VllmError
 from .fates import Alignment, AlignmentError, build_events, run_result
 from .ngram_replay import replay
-from .server_info import ServerInfo, require_baseline, require_speculation, server_info
+from .server_info import ServerInfo, SpecCounters, require_baseline, require_speculation, server_info, spec_counters
 
 
 @dataclass
@@ -56,6 +56,21 @@ def connect(url: str, model: Optional[str] = None, *, speculative: Optional[bool
     elif speculative is False:
         require_baseline(info)
     return Server(client, info)
+
+
+def server_counters(server: Server) -> Optional[SpecCounters]:
+    """The server-wide spec_decode counters in /metrics now (every request since it started)."""
+    return spec_counters(server.client.metrics_text(), server.info.model)
+
+
+def server_rss_bytes(server: Server) -> Optional[int]:
+    """The server's resident memory (its whole process group, from /proc) where the lab's launcher started it on
+    this machine; None otherwise (vLLM's API does not expose it)."""
+    if server.info.pid is None:
+        return None
+    from .launcher import group_rss_bytes
+
+    return group_rss_bytes(server.info.pid)
 
 
 def check_same_model(lead: Server, baseline: Server) -> None:

@@ -18,7 +18,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from ..fetch import _process_alive, cache_dir
 from .client import VllmClient, VllmError
@@ -143,12 +143,23 @@ def wait_healthy(records: list[dict], say: Say = print, timeout_s: float = HEALT
                  every_s: float = 15.0) -> None:
     """Polls each server's /health until all answer; progress every `every_s`; a server that exits, or the
     timeout, stops them all and raises one VllmError with the log's last line."""
+    for message in poll_healthy(records, timeout_s, every_s):
+        if message:
+            say(message)
+
+
+def poll_healthy(records: list[dict], timeout_s: float = HEALTH_TIMEOUT_S, every_s: float = 15.0,
+                 poll_s: float = 1.0) -> Iterator[Optional[str]]:
+    """wait_healthy as a generator: yields after every round of polls (None, or a progress line: a server is
+    ready, or every `every_s` the first waiting server's log line), so a caller can stop waiting between rounds
+    (closing the generator leaves the servers running: stopping them is the caller's)."""
     started, last_say, pending = time.monotonic(), time.monotonic(), list(records)
     while pending:
+        messages = []
         for record in list(pending):
             _reap(record["pid"])
             if VllmClient(record["url"]).health():
-                say(f"{record['url']} is ready ({time.monotonic() - started:.0f} s).")
+                messages.append(f"{record['url']} is ready ({time.monotonic() - started:.0f} s).")
                 pending.remove(record)
             elif not alive(record["pid"]):
                 stop_all(records)
@@ -158,11 +169,12 @@ def wait_healthy(records: list[dict], say: Say = print, timeout_s: float = HEALT
             stop_all(records)
             raise VllmError(f"vLLM servers did not answer /health within {timeout_s:.0f} s; stopped them "
                             f"(log {pending[0]['log']})")
-        if pending and time.monotonic() - last_say >= every_s:
+        if pending and not messages and time.monotonic() - last_say >= every_s:
             last_say = time.monotonic()
-            say(f"Waiting for /health ({time.monotonic() - started:.0f} s): {log_tail(pending[0])}")
+            messages.append(f"Waiting for /health ({time.monotonic() - started:.0f} s): {log_tail(pending[0])}")
+        yield from messages or [None]
         if pending:
-            time.sleep(1.0)
+            time.sleep(poll_s)
 
 
 def log_tail(record: dict, error: bool = False) -> str:
@@ -215,6 +227,21 @@ def stop_all(which: Optional[list[dict]] = None) -> int:
     for record in which:
         stop(record)
     return len(which)
+
+
+def group_rss_bytes(pgid: int) -> Optional[int]:
+    """Resident memory (VmRSS in /proc) of a server's process group: its API server, engine core and workers;
+    None when no member is readable (the group is gone, or /proc is not Linux's)."""
+    total, found = 0, False
+    for pid in group_members(pgid):
+        try:
+            lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            if line.startswith("VmRSS:"):
+                total, found = total + int(line.split()[1]) * 1024, True
+    return total if found else None
 
 
 def group_members(pgid: int) -> list[int]:

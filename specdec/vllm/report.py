@@ -13,6 +13,8 @@ How vLLM's figures map to the lab's (docs/vllm.md):
 """
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from ..theory import position_counts
 from ..theory import measured_alpha
 
@@ -77,3 +79,26 @@ def server_lines(info, baseline_info=None) -> list[str]:
     if baseline_info is not None:
         lines.append(f"baseline server: {baseline_info.describe()}")
     return lines
+
+
+def run_record(done, lead, baseline=None, counters=None, rss_bytes=None) -> dict:
+    """vLLM's side of a run for the JSON exports (the CLI's --json, the app's trace): vLLM's per-request record as
+    sent, whether the step boundaries are exact, both servers' descriptions, the server-wide /metrics counters
+    read after the run, and the server's resident memory (None: not exposed by the server's API)."""
+    return {"engine": "vllm", "vllm_speculative_decoding": done.spec, "alignment_exact": done.alignment.exact,
+            "server": asdict(lead.info), "baseline_server": asdict(baseline.info) if baseline else None,
+            "server_counters_after_run": asdict(counters) if counters is not None else None,
+            "server_rss_bytes": rss_bytes, "not_available": NOT_AVAILABLE}
+
+
+def counters_text(counters) -> str:
+    """vLLM's server-wide counters (/metrics: every request since the server started) in words."""
+    if counters is None:
+        return "no spec_decode counters in /metrics"
+    rate, length = counters.draft_acceptance_rate, counters.mean_acceptance_length
+    per_pos = ", ".join(f"{i + 1}: {n / counters.drafts:.2f}" for i, n in enumerate(counters.accepted_per_pos)
+                        if counters.drafts)
+    return (f"since the server started: {counters.drafts:.0f} drafts, {counters.draft_tokens:.0f} draft tokens, "
+            f"{counters.accepted:.0f} accepted; draft acceptance rate {'–' if rate is None else f'{rate:.2f}'}, "
+            f"mean acceptance length {'–' if length is None else f'{length:.2f}'}; accepted per draft by position "
+            f"{per_pos or '–'}")

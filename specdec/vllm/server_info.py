@@ -53,6 +53,7 @@ class ServerInfo:
     dtype: str = NOT_EXPOSED
     parallelism: str = NOT_EXPOSED
     speculative_config: Optional[dict] = None  # as the launcher passed it (ngram_replay needs its n-gram sizes)
+    pid: Optional[int] = None  # the server's process (group) when the lab's launcher started it
 
     def describe(self) -> str:
         """One line: model, method, K, dtype, parallelism, version."""
@@ -117,6 +118,7 @@ def server_info(client: VllmClient, record: Optional[dict] = None) -> ServerInfo
         info.draft = record.get("draft") or ""
         info.dtype = record.get("dtype") or NOT_EXPOSED
         info.speculative_config = record.get("speculative_config")
+        info.pid = record.get("pid")
         info.parallelism = (f"tensor parallel {record.get('tensor_parallel_size', 1)} × pipeline parallel "
                             f"{record.get('pipeline_parallel_size', 1)}")
     return info
