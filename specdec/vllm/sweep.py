@@ -97,7 +97,7 @@ def make_row(setting: Setting, measurement: Measurement, temperature: float) -> 
                     drafted=drafted, evaluated=evaluated, accepted=accepted,
                     acceptance_rate=accepted / drafted if drafted else None,
                     alpha_point=accepted / evaluated if evaluated else None,
-                    tokens_per_forward=lead.metrics.mean_tokens_per_target_forward if lead is not None else None,
+                    tokens_per_forward=lead.metrics.tokens_per_forward if lead is not None else None,
                     tokens_per_s=est.lead_tokens_per_s, baseline_tokens_per_s=est.follow_tokens_per_s,
                     speedup=est.ratio, speedup_low=est.low, speedup_high=est.high, repeats=est.repeats,
                     proposal_share=None, c=None, v=None)
