@@ -114,7 +114,7 @@ PROFILES["eagle3"] = replace(
 PROFILES["tiny-eagle3"] = replace(
     PROFILES["tiny"], name="tiny-eagle3", feature_layers=(1, 2), drafters=(EAGLE3,),
     eagle3=replace(PROFILES["tiny"].eagle, reg_weight=0.0, feature_layers=(1, 2), eagle_intermediate=16,
-                   checkpoints=(0.5,)))
+                   max_steps=4, checkpoints=(0.5,)))
 
 
 def prompt_length(record: dict, tokenizer) -> int:

@@ -226,7 +226,7 @@ def _loop(batches: Batches, cfg: TrainConfig, trainer: Trainer, fn, w_full: torc
         return inner(restrict(batch, cand, len(w_full)), w_full[cand])
 
     total = trainer.total
-    marks = {max(1, round(f * total)) for f in cfg.checkpoints if f < 1}
+    marks = {round(f * total) for f in cfg.checkpoints} - {0, total}  # the last step's head is the result itself
     while trainer.step_i < total:
         for batch in batches.epoch(gen):
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.autocast):
