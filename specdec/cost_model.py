@@ -229,11 +229,12 @@ def draft_shape(name: str, target: Network, allow_local_paths: bool = True) -> D
     if spec.family == "auto":
         raise ValueError("No cost model for auto: it chooses its drafter and K per run from this machine's measured "
                          "costs (the Generate tab's Auto card shows the choice); choose a drafter to price it here")
+    from .zoo import WEIGHTS
     from .zoo.build import drafter_dir, read_meta
 
     if spec.tree is not None:
         raise ValueError(f"No cost model for {name}: the roofline model prices chain drafts, not trees; "
-                         "choose smollm2-135m-eagle for the same head drafting a chain")
+                         f"choose {WEIGHTS[name]} for the same head drafting a chain")
 
     return zoo_shape(name, spec.family, read_meta(drafter_dir(name)), target)
 
