@@ -107,9 +107,9 @@ PROFILES["eagle-2-layers"] = replace(
 _BF16 = PROFILES["bf16"]
 PROFILES["eagle3"] = replace(
     _BF16, name="eagle3", gen_batches=38, gen_time_budget_s=45 * 60, feature_layers=(2, 15, 27),
-    drafters=(EAGLE3,),
+    drafters=(EAGLE3,), eagle=replace(_BF16.eagle, time_budget_s=25 * 60),
     eagle3=replace(_BF16.eagle, reg_weight=0.0, feature_layers=(2, 15, 27), eagle_intermediate=640,
-                   checkpoints=(0.25, 0.5), time_budget_s=40 * 60))
+                   checkpoints=(0.25, 0.5), time_budget_s=25 * 60))
 # seconds: the EAGLE-3 pipeline smoke test (tiny random target of 3 layers)
 PROFILES["tiny-eagle3"] = replace(
     PROFILES["tiny"], name="tiny-eagle3", feature_layers=(1, 2), drafters=(EAGLE3,),
