@@ -84,7 +84,7 @@ SPECS = (
     tree_spec(EAGLE_TREE_60, TreeShape(top=10, beam=10, nodes=60),
               "; built for a GPU, where scoring 61 tokens costs about what 1 does"),
     zoo_spec(EAGLE3, "eagle", "EAGLE-3",
-             "one decoder layer over [a fusion of the target's layers 2, 15 and 27; next-token embedding] (7.3 MB); "
+             "one decoder layer over [a fusion of the target's layers 2, 15 and 27; next-token embedding] (7.4 MB); "
              "reads three of the target's layers; costs 1 layer + a 12k-token head per drafted token",
              "[fc(h²_t ; h¹⁵_t ; h²⁷_t) ; embedding of x_t+1] ──▶ 1 decoder layer ──▶ ĥ_t+1 ──▶ target head rows ──▶ x̂, "
              "then [ĥ ; x̂] ──▶ … (K times)",
