@@ -1,11 +1,14 @@
-"""Greedy tokens per target forward of EAGLE heads' chain drafts, by K and prompt kind, on held-out prompts.
+"""Greedy tokens per target forward of EAGLE heads' chain (and tree) drafts, by K and prompt kind, on held-out prompts.
 
-    python scripts/measure_eagle_chain.py [--per-kind 4] [--ks 1,2,3,4] [FOLDER ...]
+    python scripts/measure_eagle_chain.py [--per-kind 4] [--kinds chat,code,rewrite] [--ks 1,2,3,4]
+                                          [--trees "(3,3,8)"] [FOLDER ...]
 
-Each FOLDER holds a head (model.safetensors + zoo.json, as `python -m specdec.train zoo --out` writes them;
-default: the shipped smollm2-135m-eagle). The float32 target decodes each held-out prompt (chat template, 64
-new tokens) through the engine with the head drafting K tokens a step; printed per folder and K: tokens per
-target forward pooled over each kind's prompts (bonus/correction token included). Greedy decoding is
+Each FOLDER holds a head (model.safetensors + zoo.json, as `python -m specdec.train zoo --out` writes them, or a
+training checkpoint; an EAGLE-3 head's zoo.json names the target layers it reads; default: the shipped
+smollm2-135m-eagle). The float32 target decodes each held-out prompt (chat template, 64 new tokens) through the
+engine with the head drafting K tokens a step (a chain, or with --trees an EAGLE-2 tree of each (top, beam,
+nodes) shape, K levels deep); printed per folder, draft and K: tokens per target forward pooled over each kind's
+prompts (bonus/correction token included). Greedy decoding is
 deterministic, so two heads compare exactly, without timing noise; how that turns into wall-clock speed is the
 Sweep's measurement (scripts/measure_sweep.py).
 """
@@ -21,6 +24,7 @@ import specdec  # noqa: E402,F401 (first: its process-wide set-up, specdec/proce
 
 from specdec import DecodeSettings, generate  # noqa: E402
 from specdec.loading import load_model  # noqa: E402
+from specdec.tree import TreeShape  # noqa: E402
 from specdec.zoo.build import build_eagle, drafter_dir  # noqa: E402
 from specdec.zoo.data import chat_ids  # noqa: E402
 from specdec.zoo.prompts import heldout_prompts  # noqa: E402
@@ -32,21 +36,29 @@ def main() -> None:
     parser.add_argument("--per-kind", type=int, default=4)
     parser.add_argument("--ks", default="1,2,3,4")
     parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--kinds", default="chat,code,rewrite")
+    parser.add_argument("--trees", default="", help='(top, beam, nodes) triples, e.g. "(3,3,8)": tree drafts too')
     args = parser.parse_args()
     target = load_model("smollm2-135m-instruct", dtype="float32")
+    kinds = args.kinds.split(",")
     prompts = {kind: [chat_ids(target.tokenizer, text) for text in texts]
-               for kind, texts in heldout_prompts(args.per_kind).items()}
+               for kind, texts in heldout_prompts(args.per_kind).items() if kind in kinds}
+    shapes = [None] + [TreeShape(*shape) for shape in eval(f"[{args.trees}]")]  # noqa: S307 (int triples)
     for folder in args.folders:
         drafter = build_eagle(target, "eagle", "", Path(folder))
-        for k in (int(k) for k in args.ks.split(",")):
-            shares = []
-            for kind, prompt_ids in prompts.items():
-                tokens = forwards = 0
-                for ids in prompt_ids:
-                    metrics = generate(target, drafter, ids, DecodeSettings(max_new_tokens=args.new_tokens, k=k)).metrics
-                    tokens, forwards = tokens + metrics.new_tokens, forwards + metrics.target_forwards
-                shares.append(f"{kind} {tokens / forwards:.3f}")
-            print(f"{folder} K={k}: " + ", ".join(shares), flush=True)
+        for shape in shapes:
+            drafter.tree_shape = shape
+            draft = "chain" if shape is None else f"tree ({shape.top},{shape.beam},{shape.nodes})"
+            for k in (int(k) for k in args.ks.split(",")):
+                shares = []
+                for kind, prompt_ids in prompts.items():
+                    tokens = forwards = 0
+                    for ids in prompt_ids:
+                        settings = DecodeSettings(max_new_tokens=args.new_tokens, k=k)
+                        metrics = generate(target, drafter, ids, settings).metrics
+                        tokens, forwards = tokens + metrics.new_tokens, forwards + metrics.target_forwards
+                    shares.append(f"{kind} {tokens / forwards:.3f}")
+                print(f"{folder} {draft} K={k}: " + ", ".join(shares), flush=True)
 
 
 if __name__ == "__main__":

@@ -26,11 +26,11 @@ import specdec  # noqa: E402 (first: its process-wide set-up, specdec/process.py
 from specdec import DecodeSettings, generate  # noqa: E402
 from specdec.sweep import parse_ks  # noqa: E402
 from specdec.theory import median, target_forward_s  # noqa: E402
-from specdec.zoo import EAGLE_TREE, NAMES  # noqa: E402
+from specdec.zoo import EAGLE3_TREE, EAGLE_TREE, NAMES  # noqa: E402
 from specdec.zoo.data import chat_ids  # noqa: E402
 from specdec.zoo.prompts import heldout_prompts  # noqa: E402
 
-DRAFTS = ",".join((*NAMES, EAGLE_TREE))  # the four trained drafters and the 8-node tree
+DRAFTS = ",".join((*NAMES, EAGLE_TREE, EAGLE3_TREE))  # the trained drafters and the 8-node trees
 
 
 def target_step_s(target, prompts, new_tokens: int) -> list[float]:

@@ -7,7 +7,10 @@ A runner owns one sequence's KV cache. The decoder only ever calls:
 and, for tree drafts (tree.py), forward_tree(root, ids, parents) then keep(start, rows).
 A runner made with keep_hidden=True also leaves `hidden`, the final-norm hidden states (the
 language-model head's input) of every position of its last call, shape [len(ids), d], for drafters
-that read the target's features (Medusa, EAGLE).
+that read the target's features (Medusa, EAGLE). keep_hidden=(L1, L2, ...) leaves instead the residual
+stream after L1, L2, ... decoder layers (0: the embeddings; each below the layer count, where transformers'
+hidden_states[L] is the same state), concatenated: [len(ids), m * d]
+(EAGLE-3 reads a low, a middle and a high layer; drafters.base.hidden_request).
 ModelRunner below lists every one of these; the decoder needs nothing else, so a static-cache /
 CUDA-graph runner (static_runner.py) can replace HFEagerRunner without touching verification.
 """
@@ -42,7 +45,7 @@ class ModelRunner(Protocol):
 
     def keep(self, start: int, rows: list[int]) -> None: ...
 
-    # keep_hidden=True runners only: the final-norm hidden states of the last call, [len(ids), d].
+    # keep_hidden runners only: the kept hidden states of the last call, [len(ids), d or m * d].
     hidden: torch.Tensor | None
 
 
@@ -51,11 +54,13 @@ class TimedRunner:
     _call(ids, last_only) -> logits [n or 1, V] (last_only: the last position's only; `hidden` still gets every
     position's), rollback() and _kv_tensors()."""
 
-    def __init__(self, model, vocab_limit: int, keep_hidden: bool = False):
+    def __init__(self, model, vocab_limit: int, keep_hidden: bool | tuple[int, ...] = False):
         self.model = model
         self.device = next(model.parameters()).device
         self.vocab_limit = vocab_limit  # logits beyond the shared real vocabulary are dropped
-        self.keep_hidden = keep_hidden
+        self.keep_hidden = bool(keep_hidden)
+        # the layers whose outputs `hidden` holds; empty: the final-norm states (module docstring)
+        self.hidden_layers = tuple(keep_hidden) if isinstance(keep_hidden, tuple) else ()
         self.hidden: torch.Tensor | None = None  # [n, d] of the last call, when keep_hidden
         self.length = 0
         self.forward_calls = 0
@@ -120,7 +125,7 @@ class TimedRunner:
 class HFEagerRunner(TimedRunner):
     """Batch-1 decoding through a transformers model with a DynamicCache."""
 
-    def __init__(self, model, vocab_limit: int, keep_hidden: bool = False):
+    def __init__(self, model, vocab_limit: int, keep_hidden: bool | tuple[int, ...] = False):
         super().__init__(model, vocab_limit, keep_hidden)
         self.cache = DynamicCache()
         self._cache_arg = cache_argument_name(model)
@@ -147,10 +152,14 @@ class HFEagerRunner(TimedRunner):
             blocked = torch.zeros(mask.shape, dtype=dtype, device=self.device).masked_fill(~mask, torch.finfo(dtype).min)
             kwargs.update(position_ids=positions[None], attention_mask=blocked[None, None])
         if self._trim_logits:  # the hook below needs the head's input at every position
-            kwargs["logits_to_keep"] = 1 if last_only and not self.keep_hidden else 0
+            kwargs["logits_to_keep"] = 1 if last_only and (self.hidden_layers or not self.keep_hidden) else 0
         if not self.keep_hidden:
             logits = self.model(input_ids=input_ids, **kwargs).logits  # [1, n, V_model]
             return logits[0, :, : self.vocab_limit].float()  # [n, V]
+        if self.hidden_layers:
+            out = self.model(input_ids=input_ids, output_hidden_states=True, **kwargs)
+            self.hidden = torch.cat([out.hidden_states[layer][0] for layer in self.hidden_layers], dim=-1)
+            return out.logits[0, :, : self.vocab_limit].float()
         captured = []
         head = self.model.get_output_embeddings()
         handle = head.register_forward_pre_hook(lambda module, args: captured.append(args[0]))

@@ -178,8 +178,10 @@ def zoo_shape(name: str, family: str, meta: dict, target: Network) -> DraftShape
         blocks = meta["heads"] * (d * d + d)
         return DraftShape(name, family, replace(target, name=name, layers=0, head_rows=vocab, extra_params=blocks),
                           one_call=True)
-    if family == "eagle":  # fc([feature; embedding]) 2d -> d, its decoder layer(s), the draft-vocabulary head rows
+    if family == "eagle":  # fc([feature; embedding]) 2d -> d, its decoder layer(s) (EAGLE-3: a narrower MLP), the
+        # draft-vocabulary head rows; an EAGLE-3 head's fusion runs once per verified position, not per drafted token
         return DraftShape(name, family, replace(target, name=name, layers=meta.get("layers", 1), head_rows=vocab,
+                                                intermediate=meta.get("intermediate_size") or target.intermediate,
                                                 extra_params=2 * d * d))
     raise ValueError(f"No cost model for {family} drafters ({name}).")
 
@@ -227,11 +229,12 @@ def draft_shape(name: str, target: Network, allow_local_paths: bool = True) -> D
     if spec.family == "auto":
         raise ValueError("No cost model for auto: it chooses its drafter and K per run from this machine's measured "
                          "costs (the Generate tab's Auto card shows the choice); choose a drafter to price it here")
+    from .zoo import WEIGHTS
     from .zoo.build import drafter_dir, read_meta
 
     if spec.tree is not None:
         raise ValueError(f"No cost model for {name}: the roofline model prices chain drafts, not trees; "
-                         "choose smollm2-135m-eagle for the same head drafting a chain")
+                         f"choose {WEIGHTS[name]} for the same head drafting a chain")
 
     return zoo_shape(name, spec.family, read_meta(drafter_dir(name)), target)
 

@@ -13,7 +13,7 @@ from typing import Iterator, Optional
 
 import torch
 
-from .drafters.base import Drafter, ProposalContext
+from .drafters.base import Drafter, ProposalContext, hidden_request
 from .drafters.model import as_drafter
 from .events import DecodeSettings, RunResult, StepEvent, TreeNode
 from .errors import InvalidSettingsError
@@ -147,8 +147,7 @@ class Generation:
         started = time.perf_counter()
         seq = list(self.prompt_ids)
         max_length = len(seq) + self.settings.max_new_tokens + self.verify_slots + 1
-        reads_hidden = self.drafter is not None and self.drafter.reads_target_hidden
-        target = self.target.new_runner(self.vocab_limit, max_length, keep_hidden=reads_hidden)
+        target = self.target.new_runner(self.vocab_limit, max_length, keep_hidden=hidden_request(self.drafter))
         self._target_runner = target
         with threads_for_step(self.target.device):
             prefill(target, self.drafter, seq, max_length)

@@ -35,7 +35,7 @@ from typing import Optional
 import torch
 
 from .decoding import Generation, cut_at_stop, prefill
-from .drafters.base import Proposal
+from .drafters.base import Proposal, hidden_request
 from .sampling import probabilities
 from .stats import MIN_EXPECTED
 from .verify import Verdict
@@ -152,7 +152,7 @@ class FirstTokens:
         self.tokens = max(1, min(tokens, self.max_new))
         max_length = len(self.seq) + self.max_new + gen.settings.k + 1  # as the engine sizes its runs
         self.reads_hidden = gen.drafter is not None and gen.drafter.reads_target_hidden
-        self.runner = gen.target.new_runner(gen.vocab_limit, max_length, keep_hidden=self.reads_hidden)
+        self.runner = gen.target.new_runner(gen.vocab_limit, max_length, keep_hidden=hidden_request(gen.drafter))
         prefill(self.runner, gen.drafter, self.seq, max_length)
         self.features = {0: self.runner.hidden[-1:] if self.reads_hidden and len(self.seq) > 1 else None}
         self.first_k = gen.schedule.next_k() if gen.drafter is not None else 0

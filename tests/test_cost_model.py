@@ -229,6 +229,12 @@ def test_an_eagle_head_of_two_layers_costs_two_layers_per_drafted_token():
     assert shape.network.layers == 2 and shape.network.head_rows == 12288
 
 
+def test_an_eagle3_head_costs_one_layer_of_its_own_mlp_width_per_drafted_token():
+    meta = {"data": {"draft_vocab": 12288}, "layers": 1, "feature_layers": [2, 15, 27], "intermediate_size": 640}
+    shape = cm.zoo_shape("eagle3", "eagle", meta, SMOLLM2)
+    assert shape.network.layers == 1 and shape.network.intermediate == 640 and shape.network.head_rows == 12288
+
+
 def test_auto_dtype_is_bfloat16_on_gpus_float16_on_the_t4_and_as_loaded_here():
     assert cm.choose_dtype("auto", preset("h100"), "lab-target") == "bfloat16"
     assert cm.choose_dtype("auto", preset("t4"), "lab-target") == "float16"

@@ -63,6 +63,13 @@ def random_eagle(target, seed=2, vocab=VOCAB, draft_vocab=DRAFT_VOCAB):
     return EagleDrafter(target, vocab, head, draft_vocab, "tiny-eagle", "")
 
 
+def random_eagle3(target, seed=2, vocab=VOCAB, draft_vocab=DRAFT_VOCAB):
+    """An EAGLE-3 head over the fusion of the target's embeddings and its first layer's output (layers 0 and 1)."""
+    torch.manual_seed(seed)
+    head = EagleHead(target.model.config, feature_layers=(0, 1), intermediate_size=16)
+    return EagleDrafter(target, vocab, head, draft_vocab, "tiny-eagle3", "")
+
+
 def random_vocab_draft(target, seed=3, vocab=VOCAB, draft_vocab=DRAFT_VOCAB):
     """A one-layer draft model on the target's embedding, ending in the head rows of draft_vocab."""
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer
@@ -78,6 +85,9 @@ def random_vocab_draft(target, seed=3, vocab=VOCAB, draft_vocab=DRAFT_VOCAB):
     return drafter
 
 
+MAKERS, MAKER_IDS = [random_medusa, random_eagle, random_eagle3, random_vocab_draft], ["medusa", "eagle", "eagle3", "draft"]
+
+
 def next_logits(target):
     def fn(seq):
         with torch.no_grad():
@@ -85,7 +95,7 @@ def next_logits(target):
     return fn
 
 
-@pytest.mark.parametrize("make", [random_medusa, random_eagle, random_vocab_draft], ids=["medusa", "eagle", "draft"])
+@pytest.mark.parametrize("make", MAKERS, ids=MAKER_IDS)
 def test_head_drafter_samples_follow_the_target_distribution(target, make):
     settings = DecodeSettings(temperature=1.0)
     drafter = make(target)
@@ -95,7 +105,7 @@ def test_head_drafter_samples_follow_the_target_distribution(target, make):
     assert chi_square_p_value(counts, expected) >= P_VALUE_THRESHOLD
 
 
-@pytest.mark.parametrize("make", [random_medusa, random_eagle, random_vocab_draft], ids=["medusa", "eagle", "draft"])
+@pytest.mark.parametrize("make", MAKERS, ids=MAKER_IDS)
 def test_head_drafter_q_differs_from_p_and_is_zero_outside_its_vocabulary(target, make):
     """Guards the test above: the proposals are neither the target's law nor full-vocabulary."""
     drafter = make(target)
@@ -111,7 +121,7 @@ def test_head_drafter_q_differs_from_p_and_is_zero_outside_its_vocabulary(target
     assert torch.all(q[:, [2, 5]] == 0) and torch.allclose(q.sum(-1), torch.ones(len(q)))
 
 
-@pytest.mark.parametrize("make", [random_medusa, random_eagle, random_vocab_draft], ids=["medusa", "eagle", "draft"])
+@pytest.mark.parametrize("make", MAKERS, ids=MAKER_IDS)
 @pytest.mark.parametrize("k", [1, 3, 5])
 def test_head_drafter_greedy_output_is_the_target_alone(make, k):
     target = loaded(tiny_llama(64, seed=3))
@@ -129,18 +139,25 @@ def test_a_draft_vocabulary_model_drafter_has_no_transformers_counterpart_in_ben
         drafter_mode(random_vocab_draft(target))
 
 
-def test_eagle_runtime_chain_matches_the_training_forward():
+def target_states(model, ids: list[int], layers: tuple[int, ...]) -> torch.Tensor:
+    """What the runner hands an EAGLE head (layers = ()) or an EAGLE-3 head: [len(ids), d or m * d]."""
+    states = model(torch.tensor([ids]), output_hidden_states=True).hidden_states
+    return states[-1][0] if not layers else torch.cat([states[layer][0] for layer in layers], dim=-1)
+
+
+@pytest.mark.parametrize("make", [random_eagle, random_eagle3], ids=["eagle", "eagle3"])
+def test_eagle_runtime_chain_matches_the_training_forward(make):
     """Position by position, the drafter's first proposal equals the training-time prediction, both
     from scratch and with the head's cache reused across steps (observe, propose, rollback)."""
     model = tiny_llama(64, seed=4)
     target = loaded(model)
-    drafter = random_eagle(target, seed=5, vocab=64, draft_vocab=torch.arange(64))
+    drafter = make(target, seed=5, vocab=64, draft_vocab=torch.arange(64))
     ids = [3, 17, 8, 40, 2, 9, 9, 31, 5, 60, 12]
     with torch.no_grad():
-        feats = model(torch.tensor([ids]), output_hidden_states=True).hidden_states[-1][0]
+        feats = target_states(model, ids, drafter.head.feature_layers)
         n = len(ids)
         head = drafter.head
-        x = head.inputs(feats[:-1], F.embedding(torch.tensor(ids[1:]), model.get_input_embeddings().weight))[None]
+        x = head.inputs(head.fused(feats[:-1]), F.embedding(torch.tensor(ids[1:]), model.get_input_embeddings().weight))[None]
         cos, sin = rope_tables(model.config, n, torch.float32)
         trained = F.linear(head.forward_sequences(x, cos[None, : n - 1], sin[None, : n - 1])[0],
                            drafter.head_rows.weight).argmax(-1).tolist()

@@ -13,7 +13,8 @@ from specdec import DecodeSettings
 from specdec.decoding import generate
 from specdec.zoo import TREES
 
-NAMES = ("smollm2-135m-draft", "smollm2-135m-early-exit", "smollm2-135m-medusa", "smollm2-135m-eagle")
+NAMES = ("smollm2-135m-draft", "smollm2-135m-early-exit", "smollm2-135m-medusa", "smollm2-135m-eagle",
+         "smollm2-135m-eagle3")
 PROMPT = "Explain why the sky is blue in two sentences."
 SETTINGS = DecodeSettings(max_new_tokens=24, k=4)
 # (accepted, drafted) at K=4, greedy, 24 new tokens, on PROMPT in the chat template
@@ -22,6 +23,7 @@ PINS = {
     "smollm2-135m-early-exit": (3, 74),
     "smollm2-135m-medusa": (5, 68),
     "smollm2-135m-eagle": (5, 66),
+    "smollm2-135m-eagle3": (4, 72),
 }
 
 
@@ -74,7 +76,8 @@ def bf16_target():
         pytest.skip(f"smollm2-135m-instruct not available: {exc}")
 
 
-@pytest.mark.parametrize("name", ("prompt-lookup", "smollm2-135m-eagle", "smollm2-135m-eagle-tree-60"))
+@pytest.mark.parametrize("name", ("prompt-lookup", "smollm2-135m-eagle", "smollm2-135m-eagle-tree-60",
+                                  "smollm2-135m-eagle3", "smollm2-135m-eagle3-tree"))
 def test_in_bfloat16_through_packed_weights_greedy_output_is_the_target_alone(name, bf16_target, prompt_ids):
     """What `auto` runs on a CPU with AMX: verification forwards score each token as one-token
     forwards do (tests/test_packed_weights.py), so the identity holds in bf16 too."""

@@ -10,7 +10,9 @@ Protocol of one generation, driven by decoding.Generation, with seq = prompt + e
   start(prompt_ids, max_length)  once, before the first step
   observe(hidden)                only when reads_target_hidden: the target's final-norm hidden states of
                                  newly confirmed positions, in order, so that after each call the drafter
-                                 has seen positions 0 .. len(seq) - 2 (hidden[i] predicts token i + 1)
+                                 has seen positions 0 .. len(seq) - 2 (hidden[i] predicts token i + 1);
+                                 a drafter with target_layers gets those layers' outputs instead,
+                                 concatenated per position (hidden_request, backend.py)
   propose(seq, k, context)       up to k tokens continuing seq, with their q rows
   rollback(keep)                 forget any own state for positions >= keep (keep = len(seq) - 1 after a step)
 """
@@ -44,6 +46,14 @@ class Proposal:
         return len(self.ids)
 
 
+def hidden_request(drafter) -> bool | tuple[int, ...]:
+    """What the target's runner keeps for `drafter` (its keep_hidden, backend.py): nothing (False), the
+    final-norm states (True) or the outputs of the drafter's target_layers."""
+    if drafter is None or not drafter.reads_target_hidden:
+        return False
+    return tuple(drafter.target_layers) or True
+
+
 class Drafter:
     """Base class with the bookkeeping every drafter shares; subclasses override what they need."""
 
@@ -51,6 +61,7 @@ class Drafter:
     family: str = "other"  # "draft model" | "prompt lookup" | "early exit" | "medusa" | "eagle" | "re-tokenised"
     description: str = ""  # one line: what it reads from the target, what it costs
     reads_target_hidden: bool = False
+    target_layers: tuple[int, ...] = ()  # reads_target_hidden: the layers whose outputs it reads; (): final norm
     greedy_only: bool = False  # True where sampling would not be exact (the engine refuses it)
     tree_shape = None  # a tree.TreeShape: steps call propose_tree(seq, depth, context) -> tree.TreeProposal
 

@@ -1,11 +1,13 @@
-"""The draft zoo: four drafters trained by this project for SmolLM2-135M-Instruct, and two tree drafts of the
-EAGLE head, each one entry of SPECS (name, family, description, diagram, builder, tree shape).
+"""The draft zoo: five drafters trained by this project for SmolLM2-135M-Instruct, and tree drafts of the
+EAGLE and EAGLE-3 heads, each one entry of SPECS (name, family, description, diagram, builder, tree shape).
 
   smollm2-135m-draft       a 2-layer draft model on the target's embedding, norm and draft-vocabulary head rows
   smollm2-135m-early-exit  the target's first 6 layers + a trained adapter layer, draft-vocabulary head rows
   smollm2-135m-medusa      4 Medusa heads on the target's last hidden state
   smollm2-135m-eagle       an EAGLE-style head: one decoder layer over [feature; next-token embedding]
   smollm2-135m-eagle-tree, smollm2-135m-eagle-tree-60    the EAGLE head drafting EAGLE-2 trees (8 and 60 nodes)
+  smollm2-135m-eagle3      an EAGLE-3 head: the same, over a fusion of the target's layers 2, 15 and 27
+  smollm2-135m-eagle3-tree the EAGLE-3 head drafting EAGLE-2 trees of 8 nodes
 
 Weights and model cards live in assets/drafters/<name>/ (built by ``python -m specdec.train zoo``);
 docs/zoo.md explains each family. specdec.drafters.registry lists SPECS after prompt lookup.
@@ -19,7 +21,8 @@ from ..tree import TreeShape
 from .build import TARGET, build_draft_model, build_eagle, build_early_exit, build_medusa, drafter_dir
 
 EAGLE, EAGLE_TREE, EAGLE_TREE_60 = "smollm2-135m-eagle", "smollm2-135m-eagle-tree", "smollm2-135m-eagle-tree-60"
-TREE_DIAGRAM = ("the EAGLE head's top {top} children of its {beam} likeliest nodes per level ──▶ a tree of {nodes} "
+EAGLE3, EAGLE3_TREE = "smollm2-135m-eagle3", "smollm2-135m-eagle3-tree"
+TREE_DIAGRAM = ("the {head} head's top {top} children of its {beam} likeliest nodes per level ──▶ a tree of {nodes} "
                 "tokens ──▶ one target forward (each node sees only its ancestors) ──▶ the branch that matches the "
                 "target's choices")
 
@@ -44,12 +47,14 @@ def zoo_spec(name: str, family: str, title: str, summary: str, diagram: str, mak
                        title=title, summary=summary, diagram=diagram, tree=tree, available=lambda: available(folder))
 
 
-def tree_spec(name: str, shape: TreeShape, cost_note: str = "") -> DrafterSpec:
-    summary = (f"the same head drafts a tree of {shape.nodes} tokens (the {shape.top} likeliest children of the "
+def tree_spec(name: str, shape: TreeShape, cost_note: str = "", weights: str = EAGLE, head: str = "EAGLE") -> DrafterSpec:
+    """An EAGLE-2 tree draft of the head in assets/drafters/<weights>."""
+    summary = (f"the {head} head drafts a tree of {shape.nodes} tokens (the {shape.top} likeliest children of the "
                f"{shape.beam} likeliest nodes per level; at T > 0 drawn from q), verified in one target forward"
                f"{cost_note}")
-    diagram = TREE_DIAGRAM.format(top=shape.top, beam=shape.beam, nodes=shape.nodes)
-    return zoo_spec(name, "eagle", "EAGLE-2 tree", summary, diagram, build_eagle, tree=shape, weights=EAGLE)
+    diagram = TREE_DIAGRAM.format(head=head, top=shape.top, beam=shape.beam, nodes=shape.nodes)
+    title = "EAGLE-2 tree" if head == "EAGLE" else f"EAGLE-2 tree of the {head} head"
+    return zoo_spec(name, "eagle", title, summary, diagram, build_eagle, tree=shape, weights=weights)
 
 
 SPECS = (
@@ -78,7 +83,15 @@ SPECS = (
     tree_spec(EAGLE_TREE, TreeShape(top=3, beam=3, nodes=8)),
     tree_spec(EAGLE_TREE_60, TreeShape(top=10, beam=10, nodes=60),
               "; built for a GPU, where scoring 61 tokens costs about what 1 does"),
+    zoo_spec(EAGLE3, "eagle", "EAGLE-3",
+             "one decoder layer over [a fusion of the target's layers 2, 15 and 27; next-token embedding] (7.4 MB); "
+             "reads three of the target's layers; costs 1 layer + a 12k-token head per drafted token",
+             "[fc(h²_t ; h¹⁵_t ; h²⁷_t) ; embedding of x_t+1] ──▶ 1 decoder layer ──▶ ĥ_t+1 ──▶ target head rows ──▶ x̂, "
+             "then [ĥ ; x̂] ──▶ … (K times)",
+             build_eagle),
+    tree_spec(EAGLE3_TREE, TreeShape(top=3, beam=3, nodes=8), weights=EAGLE3, head="EAGLE-3"),
 )
 NAMES = tuple(spec.name for spec in SPECS if spec.tree is None)  # the trained drafters (one weights folder each)
 TREES = {spec.name: spec.tree for spec in SPECS if spec.tree is not None}
+WEIGHTS = {EAGLE_TREE: EAGLE, EAGLE_TREE_60: EAGLE, EAGLE3_TREE: EAGLE3}  # a tree draft -> its head's folder
 BY_NAME = {spec.name: spec for spec in SPECS}

@@ -163,9 +163,11 @@ def build_medusa(target, name: str, description: str, folder: Path | None = None
 
 
 def load_eagle_head(config, folder: Path) -> tuple[EagleHead, torch.Tensor]:
-    """The EAGLE head saved in folder (float32 of float16 values, eval mode) and its draft vocabulary (ids)."""
-    tensors = load_tensors(folder)
-    head = EagleHead(config, read_meta(folder).get("layers", 1))
+    """The EAGLE (or EAGLE-3: zoo.json's feature_layers) head saved in folder (float32 of float16 values, eval
+    mode) and its draft vocabulary (ids)."""
+    tensors, meta = load_tensors(folder), read_meta(folder)
+    head = EagleHead(config, meta.get("layers", 1), tuple(meta.get("feature_layers", ())),
+                     meta.get("intermediate_size"))
     head.load_state_dict(load_eagle_state(_prefixed(tensors, "head.")))
     return head.eval(), tensors["draft_vocab"]
 

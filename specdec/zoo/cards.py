@@ -3,7 +3,7 @@
 ``write_cards`` loads the target as the app does (load_model: float32 on this CPU), builds every shipped
 drafter through the registry, measures them (evaluate.py) on held-out prompts in the target's chat
 template, and writes README.md (the card) and card.json (the figures) next to each drafter's weights. The
-EAGLE head's tree drafts (zoo.TREES) get cards of their own, in folders without weights.
+EAGLE heads' tree drafts (zoo.TREES) get cards of their own, in folders without weights.
 """
 from __future__ import annotations
 
@@ -26,21 +26,22 @@ def _fmt(x, spec=".2f", none="–"):
     return none if x is None else format(x, spec)
 
 
-def _load(out: Path):
-    """The target, the shipped drafters and the tree drafts (when the EAGLE head is shipped)."""
+def _load(out: Path, only: tuple[str, ...] | None = None):
+    """The target, the shipped drafters (only: those named) and the tree drafts of the heads among them."""
     from ..drafters.registry import load_drafter
     from ..loading import load_model
-    from . import EAGLE, NAMES, TREES
+    from . import NAMES, TREES, WEIGHTS
     from .data import chat_ids
 
     target = load_model("smollm2-135m-instruct")
-    drafters = {name: load_drafter(name, target) for name in NAMES if (out / name / "model.safetensors").exists()}
-    trees = {name: load_drafter(name, target) for name in TREES if EAGLE in drafters}
+    drafters = {name: load_drafter(name, target) for name in NAMES
+                if (out / name / "model.safetensors").exists() and (only is None or name in only)}
+    trees = {name: load_drafter(name, target) for name in TREES if WEIGHTS[name] in drafters}
     return target, drafters, trees, chat_ids
 
 
-def measure_all(out: Path, prompts_per_kind: int = 2, log=print) -> dict:
-    target, drafters, trees, chat_ids = _load(out)
+def measure_all(out: Path, prompts_per_kind: int = 2, log=print, only: tuple[str, ...] | None = None) -> dict:
+    target, drafters, trees, chat_ids = _load(out, only)
     prompts = {k: [chat_ids(target.tokenizer, t) for t in v] for k, v in heldout_prompts(prompts_per_kind).items()}
     # warm-up (first calls allocate caches and pick kernels)
     from ..decoding import generate
@@ -141,23 +142,24 @@ def card_text(name: str, meta: dict, m: dict) -> str:
     return "\n".join(lines)
 
 
-def write_cards(out: Path, prompts_per_kind: int = 2, log=print) -> dict:
+def write_cards(out: Path, prompts_per_kind: int = 2, log=print, only: tuple[str, ...] | None = None) -> dict:
+    """Measures the shipped drafters (only: those named, with their tree drafts) and writes their cards."""
     out = Path(out)
-    m = measure_all(out, prompts_per_kind, log=log)
+    m = measure_all(out, prompts_per_kind, log=log, only=only)
     write_model_cards(out, m, log=log)
     return m
 
 
 def write_model_cards(out: Path, m: dict, log=print) -> None:
     """README.md and card.json of every measured drafter from the measurement `m` and its zoo.json (a tree
-    draft's: the EAGLE head's)."""
-    from . import BY_NAME, EAGLE, TREES
+    draft's: its head's)."""
+    from . import BY_NAME, TREES, WEIGHTS
 
     for name in m["figures"]:
         description = BY_NAME[name].description if name in BY_NAME else ""
         if name in TREES:
-            meta = {**json.loads((out / EAGLE / "zoo.json").read_text()), "description": description,
-                    "weights_of": EAGLE}
+            meta = {**json.loads((out / WEIGHTS[name] / "zoo.json").read_text()), "description": description,
+                    "weights_of": WEIGHTS[name]}
             (out / name).mkdir(exist_ok=True)
         else:
             meta = {**json.loads((out / name / "zoo.json").read_text()), "description": description}

@@ -14,14 +14,17 @@ def add_parser(sub) -> None:
     zoo = sub.add_parser("zoo", help="build the SmolLM2-135M drafter zoo (data, training, cards)")
     zoo.add_argument("--stage", default="all", choices=["all", "data", "train", "cards"],
                      help="all = data + train + cards; data shards in --work are reused when present")
-    zoo.add_argument("--profile", default="bf16", choices=["bf16", "more-data", "first", "eagle-2-layers", "tiny"],
+    zoo.add_argument("--profile", default="bf16",
+                     choices=["bf16", "more-data", "first", "eagle-2-layers", "eagle3", "tiny", "tiny-eagle3"],
                      help="bf16: the shipped weights' recipe (CPUs with native bfloat16); more-data: the float32 "
                           "recipe with half its data (the weights shipped before); first: the first, smaller one; "
-                          "eagle-2-layers: an experiment (a two-layer EAGLE head on more-data's data); tiny: seconds")
+                          "eagle-2-layers: an experiment (a two-layer EAGLE head on more-data's data); eagle3: the "
+                          "EAGLE-3 head (its own data, keeping three layers' outputs); tiny, tiny-eagle3: seconds")
     zoo.add_argument("--seed", type=int, default=0)
     zoo.add_argument("--out", default=None, help="folder for the drafters (default: assets/drafters)")
     zoo.add_argument("--work", default=None, help="data shards and logs (default: ~/.cache/specdec/zoo-work/<profile>)")
-    zoo.add_argument("--only", default=None, help="comma-separated drafter names to train (default: all four)")
+    zoo.add_argument("--only", default=None, help="comma-separated drafter names to train (default: the profile's) "
+                                                  "and, with --stage cards, to measure (with their tree drafts)")
     zoo.add_argument("--threads", type=int, default=2)
     zoo.add_argument("--prompts-per-kind", type=int, default=2, help="cards: held-out prompts per kind")
     zoo.set_defaults(func=run)
@@ -43,7 +46,7 @@ def command_line(args) -> str:
 
 def run(args: argparse.Namespace) -> None:
     from .build import ASSETS
-    from .pipeline import NAMES, PROFILES, build_zoo, load_target_for_training
+    from .pipeline import PROFILES, build_zoo, load_target_for_training
 
     torch.set_num_threads(args.threads)
     out = Path(args.out) if args.out else ASSETS
@@ -52,7 +55,7 @@ def run(args: argparse.Namespace) -> None:
     log = lambda s: print(s, flush=True)  # noqa: E731
     if args.stage != "cards":
         model, tokenizer, folder = load_target_for_training(PROFILES[args.profile].dtype)
-        only = tuple(args.only.split(",")) if args.only else NAMES
+        only = tuple(args.only.split(",")) if args.only else None
         summary = build_zoo(model, tokenizer, out, work, PROFILES[args.profile], seed=args.seed,
                             command=command_line(args), stage=args.stage if args.stage != "all" else "all",
                             only=only, log=log)
@@ -61,4 +64,5 @@ def run(args: argparse.Namespace) -> None:
     if args.stage in ("all", "cards"):
         from .cards import write_cards
 
-        write_cards(out, prompts_per_kind=args.prompts_per_kind, log=log)
+        write_cards(out, prompts_per_kind=args.prompts_per_kind, only=tuple(args.only.split(",")) if args.only else None,
+                    log=log)

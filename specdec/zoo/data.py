@@ -3,7 +3,8 @@
 ``generate_with_features``: the target (in the profile's dtype) answers the instructions of prompts.py in
 batches (even batches greedy, odd ones sampled at T = 0.7, up to ``max_new_tokens``) and, as it generates, keeps what
 each drafter trains on: the final-norm hidden state (EAGLE / Medusa input), the hidden state after layer
-L (early-exit input) and the target's top-k next-token logits (distillation labels). One shard per batch,
+L (early-exit input), the target's top-k next-token logits (distillation labels) and, when asked
+(``feature_layers``), the hidden states after a few chosen layers, concatenated (EAGLE-3's input). One shard per batch,
 so an interrupted run resumes where it stopped; ``load_shards`` reads them back.
 """
 from __future__ import annotations
@@ -37,11 +38,12 @@ def system_prefix_length(tokenizer) -> int:
 def generate_with_features(model, tokenizer, prompts: list[tuple[str, str]], out_dir: Path, *, exit_layer: int,
                            batch_size: int = 16, max_new_tokens: int = 160, seed: int = 0,
                            max_prompt_tokens: int = 320, top_k: int = 20, time_budget_s: float | None = None,
-                           max_batches: int | None = None, log=print) -> dict:
+                           max_batches: int | None = None, feature_layers: tuple[int, ...] = (), log=print) -> dict:
     """Self-distillation data in one pass: the target answers each prompt (a batch at a time; even
     batches greedy, odd ones sampled at T = 0.7) and every position's teacher signals are kept as they
-    are computed (final-norm feature, hidden state after ``exit_layer`` layers, top-k next-token logits),
-    so no separate teacher pass is needed. One shard per batch in out_dir; existing shards are kept
+    are computed (final-norm feature, hidden state after ``exit_layer`` layers, top-k next-token logits, and
+    the states after each of ``feature_layers``, concatenated, as "layers"), so no separate teacher pass is
+    needed. One shard per batch in out_dir; existing shards are kept
     (an interrupted run resumes)."""
     from specdec.cache_compat import cache_argument_name
     from transformers import DynamicCache
@@ -80,7 +82,7 @@ def generate_with_features(model, tokenizer, prompts: list[tuple[str, str]], out
             mask[r, width - len(p):] = 1
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         cache = DynamicCache()
-        finals, earlies, tls, tis, steps = [], [], [], [], []
+        finals, earlies, tls, tis, fused = [], [], [], [], []
         inputs = ids
         answers = [[] for _ in range(n)]
         alive = torch.ones(n, dtype=torch.bool)
@@ -90,12 +92,13 @@ def generate_with_features(model, tokenizer, prompts: list[tuple[str, str]], out
             final = out.last_hidden_state
             logits = head(final[:, -1]).float()
             tl, ti = logits.topk(top_k, dim=-1)
+            finals.append(final), earlies.append(out.hidden_states[exit_layer])
+            if feature_layers:
+                fused.append(torch.cat([out.hidden_states[layer] for layer in feature_layers], dim=-1))
             if step == 0:
-                finals.append(final), earlies.append(out.hidden_states[exit_layer])
                 full_tl, full_ti = head(final).float().topk(top_k, dim=-1)
                 tls.append(full_tl), tis.append(full_ti)
             else:
-                finals.append(final), earlies.append(out.hidden_states[exit_layer])
                 tls.append(tl[:, None]), tis.append(ti[:, None])
             if step == max_new_tokens or not alive.any():
                 break
@@ -117,6 +120,7 @@ def generate_with_features(model, tokenizer, prompts: list[tuple[str, str]], out
         early = torch.cat(earlies, dim=1)
         tl = torch.cat(tls, dim=1)
         ti = torch.cat(tis, dim=1)
+        layers = torch.cat(fused, dim=1) if feature_layers else None
         records = []
         for r, (index, kind, p) in enumerate(batch):
             seq = p + answers[r]
@@ -126,6 +130,8 @@ def generate_with_features(model, tokenizer, prompts: list[tuple[str, str]], out
                             "features": final[r, cols].to(torch.bfloat16).clone(),
                             "early": early[r, cols].to(torch.bfloat16).clone(),
                             "top_logits": tl[r, cols].half().clone(), "top_ids": ti[r, cols].int().clone()})
+            if layers is not None:
+                records[-1].update(layers=layers[r, cols].to(torch.bfloat16).clone(), feature_layers=list(feature_layers))
             tokens += len(seq)
             answer_tokens += len(answers[r])
         torch.save(records, shard)

@@ -1,5 +1,6 @@
 """Runtime drafters of the zoo: Medusa heads and the EAGLE-style head (both read the target's
-final-norm hidden states through Drafter.observe), and DraftVocabModelDrafter, the small draft model
+final-norm hidden states through Drafter.observe; an EAGLE-3 head reads several of its layers' outputs and
+fuses them as they arrive), and DraftVocabModelDrafter, the small draft model
 and the early exit (a LlamaForCausalLM that shares the target's tensors, build.py).
 
 q rows are over the target's vocabulary 0 .. vocab_limit - 1. All four score only their draft
@@ -164,9 +165,15 @@ class EagleDrafter(_FeatureDrafter):
                  description: str):
         super().__init__(target, vocab_limit, draft_vocab, name, description)
         self.head = head.to(self.dtype).eval()
+        self.target_layers = head.feature_layers  # (): the final-norm states; else EAGLE-3's layers (base.py)
         self.embedding = target.model.get_input_embeddings().weight
         self.cache = None
         self.true_length = 0  # head-cache positions computed from true features
+
+    @torch.inference_mode()
+    def observe(self, hidden: torch.Tensor) -> None:
+        """Keeps one fused feature [d] per position (EagleHead.fused: the identity for a final-norm head)."""
+        super().observe(self.head.fused(hidden.to(self.dtype)))
 
     def start(self, prompt_ids: list[int], max_length: int) -> None:
         super().start(prompt_ids, max_length)

@@ -2,13 +2,16 @@
 training (whole sequences) and drafting (one sequence, a small static KV cache).
 
   EagleHead    fc([feature; embedding of the next token]) -> decoder layer(s) -> feature;
-               the target's head rows of the draft vocabulary turn a feature into logits
+               the target's head rows of the draft vocabulary turn a feature into logits. The feature is
+               the target's final-norm state (EAGLE) or, with feature_layers, a fusion of several of its
+               layers' outputs, each RMS-normalised, by one fc (EAGLE-3)
   MedusaHeads  n residual blocks on the target's final-norm feature; head k predicts the token k + 1
                places after the one the feature predicts, through the same draft-vocabulary head rows
 The draft model and the early-exit adapter are plain Llama decoder layers (see build.py).
 """
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -100,24 +103,38 @@ def layer_forward_unrolled(layer, hidden: torch.Tensor, cos_sin_by_depth, base_k
 
 
 class EagleHead(nn.Module):
-    """fc([feature; EMB_SCALE * token embedding]) -> n decoder layers -> predicted next feature (in the
-    target's final-norm space, so the target's head reads it directly; `norm` is the identity).
-    SmolLM2's final-norm features have RMS ~1.9 and its embeddings ~0.14: EMB_SCALE puts the two inputs
-    on one scale, so the token is not drowned out at the start of training."""
+    """fc([feature; EMB_SCALE * token embedding]) -> n decoder layers -> predicted next feature (read by the
+    target's head rows directly; `norm` is the identity). SmolLM2's final-norm features have RMS ~1.9 and its
+    embeddings ~0.14: EMB_SCALE puts the two inputs on one scale, so the token is not drowned out at the start.
+
+    feature_layers (EAGLE-3): the true feature of a position is fused from the target's residual stream after
+    those layers, fuse([rms(h_a); rms(h_b); ...]) (fused()); the head's own outputs replace it at later draft
+    steps, as in EAGLE-3. Each layer's state is RMS-normalised first because SmolLM2's residual stream grows
+    by an order of magnitude over its depth and carries outliers of ~10^4 (docs/zoo.md, "EAGLE-3").
+    intermediate_size: the decoder layer's MLP width (default: the target's)."""
 
     EMB_SCALE = 14.0
 
-    def __init__(self, config, n_layers: int = 1):
+    def __init__(self, config, n_layers: int = 1, feature_layers: tuple[int, ...] = (),
+                 intermediate_size: int | None = None):
         super().__init__()
         d = config.hidden_size
         self.config = config
+        self.feature_layers = tuple(feature_layers)
+        self.intermediate_size = intermediate_size
+        layer_config = config
+        if intermediate_size is not None:
+            layer_config = copy.copy(config)
+            layer_config.intermediate_size = intermediate_size
         self.fc = nn.Linear(2 * d, d, bias=False)
-        self.layers = nn.ModuleList(LlamaDecoderLayer(config, layer_idx=i) for i in range(n_layers))
+        self.layers = nn.ModuleList(LlamaDecoderLayer(layer_config, layer_idx=i) for i in range(n_layers))
         self.norm = nn.Identity()
+        self.fuse = nn.Linear(len(self.feature_layers) * d, d, bias=False) if self.feature_layers else None
 
-    def init_identity(self, seed: int = 0) -> None:
+    def init_identity(self, seed: int = 0, final_norm_weight: torch.Tensor | None = None) -> None:
         """Start as 'the next feature is this feature': fc passes the feature through (plus a little of
-        the embedding) and the layers' output projections are zero, so they add nothing at first."""
+        the embedding) and the layers' output projections are zero, so they add nothing at first. A fusing
+        head starts from the highest layer's state through the target's final norm (its logit lens)."""
         d = self.config.hidden_size
         g = torch.Generator().manual_seed(seed)
         with torch.no_grad():
@@ -129,6 +146,19 @@ class EagleHead(nn.Module):
                 layer.mlp.down_proj.weight.zero_()
             self.fc.weight.copy_(torch.randn(self.fc.weight.shape, generator=g) * 0.02)
             self.fc.weight[:, :d] = torch.eye(d)
+            if self.fuse is not None:
+                self.fuse.weight.copy_(torch.randn(self.fuse.weight.shape, generator=g) * 0.02)
+                high = torch.ones(d) if final_norm_weight is None else final_norm_weight.float()
+                self.fuse.weight[:, -d:] = torch.diag(high)
+
+    def fused(self, states: torch.Tensor) -> torch.Tensor:
+        """The head's feature from what the target gave: [..., d] final-norm states as they are, or
+        [..., m * d] layer outputs (feature_layers) -> fuse(each RMS-normalised) [..., d]."""
+        if self.fuse is None:
+            return states
+        parts = states.unflatten(-1, (len(self.feature_layers), -1)).float()
+        parts = parts * torch.rsqrt(parts.pow(2).mean(-1, keepdim=True) + self.config.rms_norm_eps)
+        return _linear(self.fuse, parts.flatten(-2).to(self.fuse.weight.dtype))
 
     def inputs(self, features: torch.Tensor, token_embeddings: torch.Tensor) -> torch.Tensor:
         return _linear(self.fc, torch.cat([features, token_embeddings * self.EMB_SCALE], dim=-1))

@@ -1,10 +1,12 @@
-"""``python -m specdec.train zoo``: data, training and export of the four zoo drafters.
+"""``python -m specdec.train zoo``: data, training and export of the zoo drafters.
 
 Stages (each can be run alone with --stage; data shards are reused when present):
   data   the target answers the training instructions (prompts.py); features, early hidden states and
          top-k logits are kept while it generates (data.generate_with_features)
-  train  draft vocabulary, then eagle, medusa, early exit, draft model (train.py), each saved to
-         <out>/<name>/model.safetensors (bf16) with zoo.json: recipe, data, tokens, time, command
+  train  draft vocabulary, then eagle, eagle-3, medusa, early exit, draft model (train.py; a profile
+         names the ones it trains by default), each saved to <out>/<name>/model.safetensors (bf16) with
+         zoo.json: recipe, data, tokens, time, command; a TrainConfig's checkpoints go to
+         <work>/checkpoints/<name>-step<N>/ (the acceptance curve)
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ import torch
 from .train import Batches, TrainConfig, draft_vocabulary, train_eagle, train_layers, train_medusa, vocab_coverage
 
 NAMES = ("smollm2-135m-eagle", "smollm2-135m-medusa", "smollm2-135m-early-exit", "smollm2-135m-draft")
+EAGLE3 = "smollm2-135m-eagle3"
+TRAINABLE = NAMES + (EAGLE3,)
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,9 @@ class ZooProfile:
     draft: TrainConfig
     draft_init_layers: tuple[int, ...] = (0, -1)
     dtype: str = "float32"  # the target's dtype while it generates the data and teaches (see TrainConfig.autocast)
+    feature_layers: tuple[int, ...] = ()  # layers whose outputs the data keeps (EAGLE-3's input; data.py)
+    eagle3: TrainConfig | None = None  # the EAGLE-3 head's recipe (needs feature_layers in the data)
+    drafters: tuple[str, ...] = NAMES  # what --stage train trains without --only
 
 
 PROFILES = {
@@ -92,6 +99,24 @@ PROFILES["eagle-2-layers"] = replace(
     eagle=replace(PROFILES["more-data"].eagle, eagle_layers=2, time_budget_s=60 * 60))
 
 
+# EAGLE-3 (docs/zoo.md, "EAGLE-3"): half of bf16's data (its first 38 batches of the same seeded order, made
+# the same way) keeping the residual stream after layers 2, 15 and 27 of 30 (EAGLE-3's low, middle and high
+# layers: 2, L/2, L-3); a head fusing them, trained on tokens only, training-time test three steps deep (what a
+# K = 4 chain drafts), bf16 autocast as the other recipes; its MLP is 640 wide (the target's: 1536) so that the
+# shipped zoo stays within 40 MB. The EAGLE recipe of bf16 (`--only smollm2-135m-eagle`) trains on the same data.
+_BF16 = PROFILES["bf16"]
+PROFILES["eagle3"] = replace(
+    _BF16, name="eagle3", gen_batches=38, gen_time_budget_s=45 * 60, feature_layers=(2, 15, 27),
+    drafters=(EAGLE3,), eagle=replace(_BF16.eagle, time_budget_s=25 * 60),
+    eagle3=replace(_BF16.eagle, reg_weight=0.0, feature_layers=(2, 15, 27), eagle_intermediate=640,
+                   checkpoints=(0.25, 0.5), time_budget_s=25 * 60))
+# seconds: the EAGLE-3 pipeline smoke test (tiny random target of 3 layers)
+PROFILES["tiny-eagle3"] = replace(
+    PROFILES["tiny"], name="tiny-eagle3", feature_layers=(1, 2), drafters=(EAGLE3,),
+    eagle3=replace(PROFILES["tiny"].eagle, reg_weight=0.0, feature_layers=(1, 2), eagle_intermediate=16,
+                   max_steps=4, checkpoints=(0.5,)))
+
+
 def prompt_length(record: dict, tokenizer) -> int:
     """Tokens before the answer (records from before prompt_len was stored: after the last <|im_start|>
     the template adds 'assistant' and a newline)."""
@@ -118,12 +143,13 @@ def load_target_for_training(dtype: str = "float32"):
 
 
 def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, seed: int = 0, command: str = "",
-              stage: str = "all", prompts=None, only: tuple[str, ...] = NAMES, log=print) -> dict:
+              stage: str = "all", prompts=None, only: tuple[str, ...] | None = None, log=print) -> dict:
     from .build import save_tensors
     from .data import generate_with_features, load_shards, system_prefix_length
     from .prompts import build_prompts
 
     torch.manual_seed(seed)
+    only = profile.drafters if only is None else only
     out, work = Path(out), Path(work)
     shards = work / "shards"
     summary = {"profile": profile.name, "seed": seed, "command": command}
@@ -133,7 +159,7 @@ def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, s
         gen = generate_with_features(model, tokenizer, prompts, shards, exit_layer=profile.exit_layer,
                                      batch_size=profile.gen_batch, max_new_tokens=profile.max_new_tokens, seed=seed,
                                      time_budget_s=profile.gen_time_budget_s, max_batches=profile.gen_batches,
-                                     log=log)
+                                     feature_layers=profile.feature_layers, log=log)
         gen["wall_s"] = time.time() - t0  # this call only (a resumed run adds to earlier ones)
         (work / "data.json").write_text(json.dumps(gen, indent=1))
         summary["data"] = gen
@@ -161,6 +187,9 @@ def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, s
     if gen_path.exists():
         data_note["generation"] = json.loads(gen_path.read_text())
     log(f"data: {json.dumps(data_note)}")
+    if EAGLE3 in only and "layers" not in records[0]:
+        raise ValueError(f"{EAGLE3} reads the target's layer outputs, which these shards do not keep: make the data "
+                         "with a profile that has feature_layers (--profile eagle3)")
     batches = Batches(records, vocab, skip, profile.batch_tokens)
     base = {"target": "smollm2-135m-instruct", "profile": profile.name, "seed": seed, "command": command,
             "machine": f"{platform.machine()} CPU, {torch.get_num_threads()} threads, torch {torch.__version__}, "
@@ -176,14 +205,28 @@ def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, s
         results[name] = meta
         log(f"saved {name}: {json.dumps(record)}")
 
-    if "smollm2-135m-eagle" in only:
-        cfg = replace(profile.eagle, seed=seed)
-        head, record = train_eagle(model, batches, vocab, cfg, log=log)
-        tensors = {f"head.{k}": v for k, v in head.state_dict().items()}
-        tensors["draft_vocab"] = vocab.int()
-        save("smollm2-135m-eagle", tensors, {"family": "eagle", "layers": cfg.eagle_layers,
-                                               "init": "identity (fc passes the feature; the layers' output projections zero)"},
-             cfg, record)
+    for name, recipe in (("smollm2-135m-eagle", profile.eagle), (EAGLE3, profile.eagle3)):
+        if name not in only:
+            continue
+        cfg = replace(recipe, seed=seed)
+        meta = {"family": "eagle", "layers": cfg.eagle_layers,
+                "init": "identity (fc passes the feature; the layers' output projections zero)"}
+        if cfg.feature_layers:
+            meta.update(feature_layers=list(cfg.feature_layers), intermediate_size=cfg.eagle_intermediate,
+                        init="identity, the fused feature starting as the highest layer's state through the target's "
+                             "final norm (fc passes it; the layers' output projections zero)")
+
+        def tensors_of(head):
+            return {**{f"head.{k}": v for k, v in head.state_dict().items()}, "draft_vocab": vocab.int()}
+
+        def checkpoint(head, record, name=name, cfg=cfg, meta=meta):
+            folder = work / "checkpoints" / f"{name}-step{record['steps']}"
+            save_tensors(folder, tensors_of(head), {**base, **meta, "training": record,
+                                                    "train_config": asdict(cfg)})
+            log(f"checkpoint {folder}")
+
+        head, record = train_eagle(model, batches, vocab, cfg, log=log, checkpoint=checkpoint)
+        save(name, tensors_of(head), meta, cfg, record)
     if "smollm2-135m-medusa" in only:
         cfg = replace(profile.medusa, seed=seed)
         heads, record = train_medusa(model, batches, vocab, cfg, log=log)

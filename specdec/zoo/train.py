@@ -12,6 +12,8 @@ generated the data), through the target's own head rows of a reduced draft vocab
   eagle        fc([feature p; embedding of token p + 1]) -> decoder layer(s) -> predicted feature
                p + 1 -> head: token p + 2; trained with EAGLE-3's training-time test (the head reads its
                own predicted features for `ttt_depth` more steps) plus a small feature-regression loss
+  eagle-3      the same head whose true feature p is fused from several of the target's layers at p
+               (feature_layers), trained on tokens only (reg_weight 0), as EAGLE-3
 """
 from __future__ import annotations
 
@@ -43,6 +45,9 @@ class TrainConfig:
     medusa_heads: int = 4
     position_fraction: float = 1.0  # medusa: share of positions each head is trained on per batch (cost)
     autocast: bool = False  # forward passes under bfloat16 autocast (float32 master weights and losses)
+    feature_layers: tuple[int, ...] = ()  # eagle: fuse these layers' outputs (EAGLE-3); (): the final-norm feature
+    eagle_intermediate: int | None = None  # eagle: the head layer's MLP width (None: the target's)
+    checkpoints: tuple[float, ...] = ()  # fractions of the planned steps at which a copy is saved (the curve)
 
 
 def draft_vocabulary(records: list[dict], size: int, skip: int, eos_id: int, vocab_size: int = 0) -> torch.Tensor:
@@ -112,6 +117,8 @@ class Batches:
         ids = torch.zeros(b, n_pos + 1, dtype=torch.long)
         feats = torch.zeros(b, n_pos, d)
         early = torch.zeros(b, n_pos, d)
+        wide = recs[0]["layers"].shape[-1] if "layers" in recs[0] else 0
+        layers = torch.zeros(b, n_pos, wide)
         tidx = torch.zeros(b, n_pos, k, dtype=torch.long)
         tprob = torch.zeros(b, n_pos, k)
         valid = torch.zeros(b, n_pos, dtype=torch.bool)  # position p has a teacher target (token p + 1)
@@ -120,14 +127,16 @@ class Batches:
             ids[r, : m + 1] = torch.tensor(rec["ids"][: m + 1])
             feats[r, :m] = rec["features"][:m].float()
             early[r, :m] = rec["early"][:m].float()
+            if wide:
+                layers[r, :m] = rec["layers"][:m].float()
             probs = torch.softmax(rec["top_logits"][:m, :k].float(), dim=-1)
             mapped = self.lookup[rec["top_ids"][:m, :k].long()]
             tprob[r, :m] = probs * (mapped >= 0)
             tidx[r, :m] = mapped.clamp(min=0)
             valid[r, self.skip : m] = True
         tprob = tprob / tprob.sum(-1, keepdim=True).clamp(min=1e-6)
-        return {"ids": ids, "features": feats, "early": early, "tidx": tidx, "tprob": tprob, "valid": valid,
-                "top1": tidx[..., 0]}
+        return {"ids": ids, "features": feats, "early": early, "layers": layers, "tidx": tidx, "tprob": tprob,
+                "valid": valid, "top1": tidx[..., 0]}
 
 
 def candidates(batch: dict, vocab_size: int, extra: int, generator: torch.Generator) -> torch.Tensor:
@@ -201,9 +210,11 @@ def _steps(batches: Batches, cfg: TrainConfig) -> int:
     return max(1, int(len(batches.groups) * cfg.epochs))
 
 
-def _loop(batches: Batches, cfg: TrainConfig, trainer: Trainer, fn, w_full: torch.Tensor | None = None) -> dict:
+def _loop(batches: Batches, cfg: TrainConfig, trainer: Trainer, fn, w_full: torch.Tensor | None = None,
+          checkpoint=None) -> dict:
     """Runs fn(batch, w) until the planned steps (w: the head rows the loss uses: all of the draft
-    vocabulary, or the sampled candidates with the batch's targets re-indexed)."""
+    vocabulary, or the sampled candidates with the batch's targets re-indexed); checkpoint(record) is called
+    after the steps cfg.checkpoints names (fractions of the plan)."""
     gen = torch.Generator().manual_seed(cfg.seed)
     neg = torch.Generator().manual_seed(cfg.seed + 7)
     inner = fn
@@ -215,11 +226,15 @@ def _loop(batches: Batches, cfg: TrainConfig, trainer: Trainer, fn, w_full: torc
         return inner(restrict(batch, cand, len(w_full)), w_full[cand])
 
     total = trainer.total
+    marks = {round(f * total) for f in cfg.checkpoints} - {0, total}  # the last step's head is the result itself
     while trainer.step_i < total:
         for batch in batches.epoch(gen):
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.autocast):
                 loss, agree, count = fn(batch)
             trainer.step(loss, agree, count)
+            if checkpoint is not None and trainer.step_i in marks:
+                checkpoint({"steps": trainer.step_i, "planned_steps": total,
+                            "seconds": time.time() - trainer.start, "stopped_by_time_budget": False})
             if trainer.step_i >= total or trainer.out_of_time():
                 return {"steps": trainer.step_i, "planned_steps": total, "seconds": time.time() - trainer.start,
                         "stopped_by_time_budget": trainer.out_of_time()}
@@ -236,11 +251,12 @@ def _rope(config, batch, n, shift: int = 0):
     return cos[None, shift:], sin[None, shift:]
 
 
-def train_eagle(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainConfig, log=print):
+def train_eagle(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainConfig, log=print, checkpoint=None):
+    """An EAGLE head (cfg.feature_layers: an EAGLE-3 head); checkpoint(head, record) at cfg.checkpoints."""
     torch.manual_seed(cfg.seed)
     config = target_model.config
-    head = EagleHead(config, cfg.eagle_layers).float()
-    head.init_identity(cfg.seed)
+    head = EagleHead(config, cfg.eagle_layers, cfg.feature_layers, cfg.eagle_intermediate).float()
+    head.init_identity(cfg.seed, target_model.model.norm.weight.detach())
     head.float().train()
     w_full = _frozen_head(target_model, vocab)
     emb = target_model.get_input_embeddings().weight.detach().float()
@@ -248,9 +264,10 @@ def train_eagle(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainC
 
     def fn(b, w):
         f, ids, valid = b["features"], b["ids"], b["valid"]
+        g = head.fused(b["layers"]) if cfg.feature_layers else f  # the head's true features
         n = f.shape[1]
         # depth 0: row p = (feature p, token p + 1) -> predicted feature p + 1 -> token p + 2
-        x = head.inputs(f, F.embedding(ids[:, 1:], emb))
+        x = head.inputs(g, F.embedding(ids[:, 1:], emb))
         cos, sin = _rope(config, f.shape[0], n)
         pred, base_kvs = head.forward_sequences(x, cos, sin, return_kv=True)
         total, agree_all, count_all = 0.0, 0, 0
@@ -266,11 +283,13 @@ def train_eagle(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainC
             tprob[:, : n - s] = b["tprob"][:, s:]
             logits = F.linear(pred, w)
             ce, agree, count = soft_ce(logits, tidx, tprob, tgt_valid)
-            treg = torch.zeros_like(f)
-            treg[:, : n - s] = f[:, s:]
-            reg = (F.smooth_l1_loss(pred, treg, reduction="none").mean(-1) * tgt_valid).sum() / tgt_valid.sum().clamp(min=1)
             weight = 1.0 if depth == 0 else 0.8 ** depth
-            total = total + weight * (ce + cfg.reg_weight * reg)
+            total = total + weight * ce
+            if cfg.reg_weight:  # EAGLE's feature regression (EAGLE-3 drops it: reg_weight 0)
+                treg = torch.zeros_like(f)
+                treg[:, : n - s] = f[:, s:]
+                reg = F.smooth_l1_loss(pred, treg, reduction="none").mean(-1)
+                total = total + weight * cfg.reg_weight * (reg * tgt_valid).sum() / tgt_valid.sum().clamp(min=1)
             if depth == 0:
                 agree_all, count_all = agree, count
             if depth == cfg.ttt_depth:
@@ -285,7 +304,8 @@ def train_eagle(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainC
                 chain.append(kv)
         return total, agree_all, count_all
 
-    record = _loop(batches, cfg, trainer, fn, w_full)
+    saved = None if checkpoint is None else (lambda record: checkpoint(head, record))
+    record = _loop(batches, cfg, trainer, fn, w_full, saved)
     return head.eval(), record
 
 

@@ -1,0 +1,110 @@
+"""The EAGLE-3 head (an EAGLE head over a fusion of several of the target's layers) on small built Llama models:
+the runners hand it the layers it asks for, its tree drafts are exact (greedy identity, chi-square), its
+training pipeline saves the curve's checkpoints and a loadable head, and it is one registry entry (plus a tree).
+
+The chain's exactness and its training/runtime agreement are tests/test_zoo_heads.py's (parametrised "eagle3").
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from distribution import exact_first_two, speculative_counts
+from specdec import DecodeSettings
+from specdec.decoding import Generation
+from specdec.tree import TreeShape
+from stats import chi_square_p_value
+from test_zoo_heads import (CharTokenizer, P_VALUE_THRESHOLD, PROMPT, SAMPLES, VOCAB, loaded, next_logits,
+                            random_eagle3, target_states, tiny_llama)
+
+
+@pytest.mark.parametrize("backend", ["auto", "hf-eager"])
+def test_a_runner_keeps_the_outputs_of_the_layers_a_drafter_reads(backend):
+    model = tiny_llama(64, seed=9, layers=3)
+    target = loaded(model)
+    target.backend = backend
+    ids = [4, 8, 15, 16, 23, 42]
+    runner = target.new_runner(64, 32, keep_hidden=(0, 2))
+    runner.prefill(ids[:4])
+    prefix = runner.hidden
+    runner.forward(ids[4:])
+    with torch.no_grad():
+        expected = target_states(model, ids, (0, 2))
+    torch.testing.assert_close(torch.cat([prefix, runner.hidden]), expected, rtol=1e-4, atol=1e-4)
+
+
+def tree_eagle3(target, shape=TreeShape(top=3, beam=2, nodes=6), **kwargs):
+    drafter = random_eagle3(target, **kwargs)
+    drafter.tree_shape = shape
+    return drafter
+
+
+@pytest.mark.parametrize("backend", ["auto", "hf-eager"])
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_an_eagle3_tree_greedy_output_is_the_target_alone(backend, k):
+    target = loaded(tiny_llama(64, seed=3))
+    target.backend = backend
+    settings = DecodeSettings(max_new_tokens=24, k=k)
+    alone = Generation(target, None, [5, 9, 11], settings).result().token_ids
+    result = Generation(target, tree_eagle3(target, vocab=64, draft_vocab=torch.arange(0, 64, 2)), [5, 9, 11],
+                        settings).result()
+    assert result.token_ids == alone
+    assert all(e.tree_nodes > 0 for e in result.events[:-1])
+
+
+def test_sampled_eagle3_tree_steps_follow_the_target_distribution():
+    target = loaded(tiny_llama(VOCAB))
+    settings = DecodeSettings(temperature=0.7, top_k=4)
+    counts = speculative_counts(target, tree_eagle3(target, TreeShape(top=2, beam=2, nodes=5)), settings, SAMPLES,
+                                PROMPT, VOCAB)
+    expected = exact_first_two(next_logits(target), settings, PROMPT, VOCAB)
+    assert counts[expected == 0].sum() == 0
+    assert chi_square_p_value(counts, expected) >= P_VALUE_THRESHOLD
+
+
+def test_the_eagle3_pipeline_saves_its_checkpoints_and_a_head_that_drafts_exactly(tmp_path):
+    from specdec.zoo import build
+    from specdec.zoo.pipeline import EAGLE3, PROFILES, build_zoo
+
+    model = tiny_llama(128, seed=6, layers=3)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    prompts = [("chat", "hello there"), ("code", "def f(x): return x"), ("rewrite", "make it short please")]
+    summary = build_zoo(model, CharTokenizer(), tmp_path / "out", tmp_path / "work", PROFILES["tiny-eagle3"],
+                        seed=0, command="test", prompts=prompts, log=lambda s: None)
+    meta = summary["drafters"][EAGLE3]
+    assert set(summary["drafters"]) == {EAGLE3} and meta["feature_layers"] == [1, 2]
+    assert meta["train_config"]["reg_weight"] == 0.0  # tokens only
+    checkpoints = sorted((tmp_path / "work" / "checkpoints").iterdir())
+    assert [c.name.startswith(f"{EAGLE3}-step") for c in checkpoints] == [True]
+    assert json.loads((checkpoints[0] / "zoo.json").read_text())["training"]["steps"] < meta["training"]["steps"]
+    target = loaded(model)
+    settings = DecodeSettings(max_new_tokens=12, k=3)
+    alone = Generation(target, None, [7, 8, 9], settings).result().token_ids
+    for folder in (tmp_path / "out" / EAGLE3, checkpoints[0]):
+        drafter = build.build_eagle(target, "g3", "", folder)
+        assert drafter.target_layers == (1, 2) and drafter.head.layers[0].mlp.gate_proj.out_features == 16
+        assert Generation(target, drafter, [7, 8, 9], settings).result().token_ids == alone
+
+
+def test_the_eagle3_recipe_refuses_data_without_the_layers_it_reads(tmp_path):
+    from dataclasses import replace
+
+    from specdec.zoo.pipeline import EAGLE3, PROFILES, build_zoo
+
+    model = tiny_llama(128, seed=6, layers=3)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    profile = replace(PROFILES["tiny-eagle3"], feature_layers=())
+    with pytest.raises(ValueError, match="feature_layers"):
+        build_zoo(model, CharTokenizer(), tmp_path / "out", tmp_path / "work", profile, seed=0,
+                  prompts=[("chat", "hello there")], only=(EAGLE3,), log=lambda s: None)
+
+
+def test_eagle3_is_one_registry_entry_with_an_eight_node_tree_of_its_weights():
+    from specdec.zoo import BY_NAME, EAGLE3, EAGLE3_TREE, TREES, WEIGHTS
+
+    assert BY_NAME[EAGLE3].tree is None and BY_NAME[EAGLE3].family == "eagle"
+    assert TREES[EAGLE3_TREE].nodes == 8 and WEIGHTS[EAGLE3_TREE] == EAGLE3
