@@ -74,7 +74,9 @@ def test_routes_agree_with_git_check_attr():
 
 def test_tracked_safetensors_are_real_weights_not_lfs_pointers():
     paths = tracked("*.safetensors")
-    assert len(paths) == 8
+    # every lab model (config.json) and every zoo entry with weights of its own (zoo.json) ships them
+    owners = {str(Path(p).parent) for p in tracked("assets/models/*/config.json") + tracked("assets/drafters/*/zoo.json")}
+    assert {str(Path(p).parent) for p in paths} == owners and len(owners) >= 9
     for path in paths:
         assert not (ROOT / path).read_bytes()[:40].startswith(b"version https://git-lfs"), path
         with safe_open(str(ROOT / path), framework="pt") as weights:
