@@ -62,13 +62,21 @@ def enabled() -> bool:
 
 
 def fp16_available() -> bool:
-    return enabled() and hasattr(torch, "fbgemm_pack_gemm_matrix_fp16") and \
-        "fbgemm" in torch.backends.quantized.supported_engines
+    return enabled() and _torch_has_fbgemm_fp16()
 
 
 def bf16_available() -> bool:
-    return enabled() and cpu_has_native_bf16() and torch.backends.mkldnn.is_available() and \
-        hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
+    return enabled() and cpu_has_native_bf16() and _torch_has_onednn_bf16()
+
+
+@functools.cache  # asked on every linear layer's call: the answer cannot change while the process runs
+def _torch_has_fbgemm_fp16() -> bool:
+    return hasattr(torch, "fbgemm_pack_gemm_matrix_fp16") and "fbgemm" in torch.backends.quantized.supported_engines
+
+
+@functools.cache
+def _torch_has_onednn_bf16() -> bool:
+    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
 
 
 def cpu_has_native_bf16() -> bool:

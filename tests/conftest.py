@@ -1,3 +1,4 @@
+import os
 import re
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ SLOW_MODULES = re.compile(r"test_browser\w*|test_\w+_api|test_training_pipeline|
 SLOW_TESTS = {
     "test_head_drafter_samples_follow_the_target_distribution",       # three trained heads, 100-200 s each
     "test_sampled_tree_steps_follow_the_target_distribution",
+    "test_sampled_eagle3_tree_steps_follow_the_target_distribution",
     "test_every_k_schedule_samples_follow_the_target_distribution",
     "test_prompt_lookup_samples_follow_the_target_distribution",
     "test_prompt_lookup_with_a_wrong_verifier_fails_the_same_test",
@@ -34,7 +36,23 @@ SLOW_TESTS = {
 }
 
 
+# Parallel runs (pytest.ini: `-n auto --dist loadgroup`, pytest-xdist). Almost every test drives one thread
+# (above), so two workers use both cores of these machines. A module's tests run on one worker, so its module
+# fixtures (app servers, vLLM servers, browsers, loaded models) are made once; the long sampling tests are the
+# exception: each runs on whichever worker is free, so they do not queue behind one another at the end.
+MAX_WORKERS = 4  # each worker may hold SmolLM2, a browser or a vLLM server: bound the memory on big machines
+
+
+def pytest_xdist_auto_num_workers(config):
+    return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+                      MAX_WORKERS))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if SLOW_MODULES.fullmatch(item.path.stem) or item.originalname in SLOW_TESTS:
+        long_sampling = item.originalname in SLOW_TESTS
+        if SLOW_MODULES.fullmatch(item.path.stem) or long_sampling:
             item.add_marker(pytest.mark.slow)
+        if not long_sampling:
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
