@@ -117,8 +117,10 @@ def test_a_launched_servers_memory_is_its_process_groups_resident_memory():
 
     from specdec.vllm.launcher import group_rss_bytes
 
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
+    child = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)"],
+                             start_new_session=True, stdout=subprocess.PIPE, text=True)
     try:
+        assert child.stdout.readline() == "up\n"  # the interpreter is in memory, not still starting
         rss = group_rss_bytes(child.pid)
         assert rss is not None and 1 << 20 < rss < 1 << 30
     finally:

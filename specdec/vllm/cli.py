@@ -29,8 +29,8 @@ def add_vllm_parser(commands) -> None:
     serve.add_argument("--method", default="ngram", choices=(*METHODS, "none"),
                        help="speculative method (none: only a server without speculation)")
     serve.add_argument("--k", type=int, default=4, help="num_speculative_tokens")
-    serve.add_argument("--draft", default=None, help="draft for draft_model/eagle/eagle3: smollm2-135m-draft "
-                       "(exported from the zoo), a folder or a hub id")
+    serve.add_argument("--draft", default=None, help="draft for draft_model/eagle/eagle3: smollm2-135m-draft, "
+                       "smollm2-135m-eagle, smollm2-135m-eagle3 (exported from the zoo), a folder or a hub id")
     serve.add_argument("--tensor-parallel-size", type=int, default=1)
     serve.add_argument("--pipeline-parallel-size", type=int, default=1)
     serve.add_argument("--baseline", action="store_true", help="also start the same target without speculation")
@@ -47,7 +47,8 @@ def add_vllm_parser(commands) -> None:
                            "measured against --baseline-url and stopped (minutes per start on a CPU)")
     sweep.add_argument("--baseline-url", required=True, help="a running server of the target without speculation")
     sweep.add_argument("--drafts", nargs="+", default=["prompt-lookup"], help="prompt-lookup (ngram), "
-                       "smollm2-135m-draft (draft_model), smollm2-135m-eagle (eagle), or a draft folder / hub id")
+                       "smollm2-135m-draft (draft_model), smollm2-135m-eagle (eagle), smollm2-135m-eagle3 (eagle3), "
+                       "or a draft folder / hub id")
     sweep.add_argument("--ks", default="2,4", help="K values, e.g. 1-4 or 2,4")
     sweep.add_argument("--temperatures", default="0", help="temperatures measured on each server, e.g. 0,0.7")
     sweep.add_argument("--prompt", required=True)
@@ -115,20 +116,36 @@ def serve_specs(args) -> list[ServeSpec]:
 
 
 def serve(args) -> int:
+    """Starts the servers, prints their URLs and holds them (or leaves them, --detach). Ctrl-C or SIGTERM at any
+    moment from the first start on stops every server started so far: the handlers are in place before the first
+    server starts, so a signal that comes while the URLs are printed orphans nothing."""
     from pathlib import Path
 
     from .venv import ensure_venv
 
     specs = serve_specs(args)
     python = ensure_venv(Path(args.venv).expanduser() if args.venv else None, say=err)
+    _interrupt_on_signals()
     started = []
     try:
         for spec in specs:
             started.append(start(python, spec, say=err))
         wait_healthy(started, say=err)
+        _announce(started)
+        if args.detach:
+            err("Servers left running: `python -m specdec vllm stop` stops them.")
+            return 0
+        return hold(started)
+    except KeyboardInterrupt:
+        stop_all(started)
+        err("Stopped.")
+        return 0
     except BaseException:
         stop_all(started)
         raise
+
+
+def _announce(started: list[dict]) -> None:
     for record in started:
         kind = "baseline" if record["method"] is None else "speculative"
         print(f"{kind}: {record['url']}", flush=True)
@@ -137,31 +154,26 @@ def serve(args) -> int:
     if lead:
         err(f"Try: python -m specdec generate --engine vllm --vllm-url {lead['url']}"
             + (f" --vllm-baseline-url {base['url']}" if base else "") + ' --prompt "..."')
-    if args.detach:
-        err("Servers left running: `python -m specdec vllm stop` stops them.")
-        return 0
-    return hold(started)
 
 
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def hold(started: list[dict]) -> int:
-    """Keeps the servers until Ctrl-C or SIGTERM (then stops them); reports a server that exits on its own.
-    Both signals are handled here, so the servers are stopped even where SIGINT was ignored (a background job)."""
+def _interrupt_on_signals() -> None:
+    """SIGINT and SIGTERM both raise KeyboardInterrupt, so the servers are stopped even where SIGINT was ignored
+    (a background job)."""
     import signal
 
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
+
+
+def hold(started: list[dict]) -> int:
+    """Keeps the servers until a signal (serve() stops them then); reports a server that exits on its own."""
     err("Serving; Ctrl-C stops the servers.")
-    try:
-        while all(alive(r["pid"]) for r in started):
-            time.sleep(1.0)
-    except KeyboardInterrupt:
-        stop_all(started)
-        err("Stopped.")
-        return 0
+    while all(alive(r["pid"]) for r in started):
+        time.sleep(1.0)
     gone = next(r for r in started if not alive(r["pid"]))
     stop_all(started)
     raise VllmError(f"the vLLM server at {gone['url']} exited (log {gone['log']}); stopped the others")

@@ -1,4 +1,6 @@
-"""The zoo's draft model as a standard transformers checkpoint that vLLM's `draft_model` method loads.
+"""The zoo's drafters as checkpoints vLLM loads: the draft model for `draft_model`, the EAGLE head for `eagle`
+(eagle_tensors) and the EAGLE-3 head for `eagle3` (export_eagle3.py). The heads' exports are approximate, each
+says where; the draft model's is exact:
 
 `smollm2-135m-draft` is stored as its two own decoder layers only (assets/drafters/): at run time it shares the
 target's embedding and final norm and scores the target's head rows of a 12,288-token draft vocabulary. vLLM's
@@ -19,7 +21,8 @@ from typing import Callable
 from ..fetch import cache_dir, ensure_model, is_fetchable
 from .client import VllmError
 
-EXPORTABLE = {"smollm2-135m-draft": "smollm2-135m-instruct", "smollm2-135m-eagle": "smollm2-135m-instruct"}
+EXPORTABLE = {"smollm2-135m-draft": "smollm2-135m-instruct", "smollm2-135m-eagle": "smollm2-135m-instruct",
+              "smollm2-135m-eagle3": "smollm2-135m-instruct"}
 Say = Callable[[str], None]
 
 
@@ -61,6 +64,8 @@ def export_draft(name: str, say: Say = print, out: Path | None = None) -> Path:
         tensors, layers = eagle_tensors(own), int(meta.get("layers", 1))
         return _write(out, target_dir, tensors, layers, save_file, f"{name}: vLLM's EAGLE format (see eagle_tensors)")
     target = load_file(str(target_dir / "model.safetensors"))
+    if name == "smollm2-135m-eagle3":
+        return _export_eagle3(out, target_dir, meta, own, target, save_file, say)
     tensors = {"model.embed_tokens.weight": target["model.embed_tokens.weight"],
                "model.norm.weight": target["model.norm.weight"]}
     tensors.update({f"model.{key}": value for key, value in own.items() if key.startswith("layers.")})
@@ -84,15 +89,28 @@ def eagle_tensors(own: dict) -> dict:
     return tensors
 
 
+def _export_eagle3(out: Path, target_dir: Path, meta: dict, own: dict, target: dict, save_file, say: Say) -> Path:
+    from .export_eagle3 import calibrate, eagle3_config, eagle3_tensors
+
+    layers = tuple(meta["feature_layers"])
+    input_map, r2 = calibrate(target_dir, own, layers)
+    say(f"  the attention input's least-squares map keeps R^2 = {r2:.3f} of the zoo head's (export_eagle3.py)")
+    config = eagle3_config(json.loads((target_dir / "config.json").read_text()), meta, len(own["draft_vocab"]))
+    config["_specdec_export"] = f"smollm2-135m-eagle3: vLLM's eagle3 layout, attention input mapped (R^2 {r2:.3f})"
+    return _write(out, target_dir, eagle3_tensors(own, target, input_map), 1, save_file, config=config)
+
+
 def torch_cat(blocks):
     import torch
 
     return torch.cat([b.float() for b in blocks], dim=1).to(blocks[0].dtype)
 
 
-def _write(out: Path, target_dir: Path, tensors: dict, layers: int, save_file, note: str) -> Path:
-    config = json.loads((target_dir / "config.json").read_text())
-    config.update(num_hidden_layers=layers, tie_word_embeddings=True, _specdec_export=note)
+def _write(out: Path, target_dir: Path, tensors: dict, layers: int, save_file, note: str = "",
+           config: dict | None = None) -> Path:
+    if config is None:
+        config = json.loads((target_dir / "config.json").read_text())
+        config.update(num_hidden_layers=layers, tie_word_embeddings=True, _specdec_export=note)
     staging = out.with_name(out.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)

@@ -54,12 +54,13 @@ class Progress:
 
 
 PROMPT_LOOKUP = "prompt-lookup"  # the lab's drafter whose vLLM counterpart is ngram
-ZOO_METHODS = {"smollm2-135m-draft": "draft_model", "smollm2-135m-eagle": "eagle"}  # export.EXPORTABLE's
+ZOO_METHODS = {"smollm2-135m-draft": "draft_model", "smollm2-135m-eagle": "eagle",  # export.EXPORTABLE's
+               "smollm2-135m-eagle3": "eagle3"}
 
 
 def settings_for_drafts(drafts: list[str], ks: list[int], resolve: Callable[[str], str]) -> list[Setting]:
     """The Sweep tab's drafts as vLLM settings: prompt-lookup -> ngram, the zoo's exportable drafts -> draft_model /
-    eagle with their exported folder (resolve: export.resolve_draft), a folder or hub id (it has a "/") ->
+    eagle / eagle3 with their exported folder (resolve: export.resolve_draft), a folder or hub id (it has a "/") ->
     draft_model; each at every K. Any other name (a tree, Medusa, early exit, auto, the lab family's drafts) has
     no vLLM counterpart and is refused before anything starts."""
     out = []
