@@ -10,11 +10,12 @@ What carries over exactly:
   greedy drafts are the zoo head's.
 
 What cannot: the zoo head attends over RMSNorm(fc([fused; 14 x embedding])), vLLM's over [RMSNorm(embedding);
-RMSNorm(fused)], two halves normalised apart, and their residuals differ the same way (fc(...) against the fused
-state). The exported q/k/v projections read vLLM's input through M, the least-squares map from
-[embedding / rms; fused / rms] to the zoo's normalised fc output on calibration tokens of the target (training
-prompts, never held-out ones): the closest linear stand-in, not the same function. So vLLM's acceptance for
-this export is a lower bound for the head, and the side-by-side table says so (docs/vllm.md).
+RMSNorm(fused)], two halves normalised apart. The exported q/k/v projections read vLLM's input through M, the
+least-squares map from [embedding / rms; fused / rms] to the zoo's normalised fc output on calibration tokens of
+the target (training prompts, never held-out ones). And the residuals differ: the zoo layer adds its attention and
+MLP to fc([fused; 14 x embedding]), which carries the next token, vLLM's to the fused feature alone; no weights
+make up for that, so the export drafts far worse than the head (docs/vllm.md, "The EAGLE-3 head in vLLM", measured
+by scripts/measure_eagle3_export.py). A head trained in vLLM's layout would export exactly.
 """
 from __future__ import annotations
 
