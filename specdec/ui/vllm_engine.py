@@ -90,10 +90,13 @@ def choose_engine(session, engine, url, baseline) -> dict:
 
 
 def wire_engine_controls(on, c: dict, session) -> None:
+    """The three fields' changes run one at a time, in the order they came (one concurrency group): each reads all
+    three fields as they were when it fired, so run side by side, an earlier change (a URL typed before the
+    baseline's) could finish last and leave the session without the baseline the page shows."""
     outputs = {"engine_note": c["engine_note"], "engine": c["engine"]}
     for trigger in (c["engine"].change, c["vllm_url"].change, c["vllm_baseline_url"].change):
         on(trigger, choose_engine, [session, c["engine"], c["vllm_url"], c["vllm_baseline_url"]], outputs,
-           api_visibility="private")
+           api_visibility="private", concurrency_id="engine-choice", concurrency_limit=1)
 
 
 # --- a run ------------------------------------------------------------------------------------------
