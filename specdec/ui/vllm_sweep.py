@@ -25,7 +25,8 @@ NOTE = ("**On a vLLM server** (the sidebar's engine), the Sweep starts one vLLM 
         "the other, each measured against the sidebar's baseline server and then stopped: a start takes "
         f"~{START_MINUTES[0]:g}–{START_MINUTES[1]:g} minutes on a 2-core CPU, so keep the sweep small (e.g. "
         "prompt-lookup at K = 2, 4). Stop stops the server being started or measured. Drafts: prompt-lookup (vLLM's "
-        "ngram), smollm2-135m-draft (draft_model), smollm2-135m-eagle (eagle), or a draft checkpoint's folder.")
+        "ngram), smollm2-135m-draft (draft_model), smollm2-135m-eagle (eagle), smollm2-135m-eagle3 (eagle3), or a "
+        "draft checkpoint's folder.")
 
 
 def venv_python():
