@@ -25,15 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from specdec.vllm.export import export_draft  # noqa: E402
 from specdec.zoo.build import drafter_dir, load_eagle_head  # noqa: E402
 from specdec.zoo.data import chat_ids  # noqa: E402
-from specdec.zoo.heads import _expand_kv, _mlp, apply_rotary_pos_emb, rope_tables  # noqa: E402
+from specdec.zoo.heads import _expand_kv, _mlp, apply_rotary_pos_emb, rope_tables, unit_rms  # noqa: E402
 from specdec.zoo.pipeline import load_target_for_training  # noqa: E402
 from specdec.zoo.prompts import heldout_prompts  # noqa: E402
 
 NAME = "smollm2-135m-eagle3"
-
-
-def unit_rms(x: torch.Tensor, eps: float) -> torch.Tensor:
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
 
 def vllm_layer(export: dict, layer, fused, embeds, cos, sin, eps: float, residual=None) -> torch.Tensor:

@@ -34,7 +34,7 @@ def zoo_head_tensors(passes_feature_only: bool) -> dict:
 
 @pytest.fixture(scope="module")
 def exact_map():
-    return calibrate(TARGET, zoo_head_tensors(True), LAYERS)
+    return calibrate(TARGET, zoo_head_tensors(True), {"feature_layers": list(LAYERS), "intermediate_size": 32})
 
 
 def test_the_export_has_the_tensors_vllms_eagle3_loader_reads():

@@ -170,12 +170,12 @@ def _interrupt_on_signals() -> None:
 
 
 def hold(started: list[dict]) -> int:
-    """Keeps the servers until a signal (serve() stops them then); reports a server that exits on its own."""
+    """Keeps the servers until a signal; reports a server that exits on its own (serve() stops the others on
+    either way out)."""
     err("Serving; Ctrl-C stops the servers.")
     while all(alive(r["pid"]) for r in started):
         time.sleep(1.0)
     gone = next(r for r in started if not alive(r["pid"]))
-    stop_all(started)
     raise VllmError(f"the vLLM server at {gone['url']} exited (log {gone['log']}); stopped the others")
 
 

@@ -92,8 +92,7 @@ def eagle_tensors(own: dict) -> dict:
 def _export_eagle3(out: Path, target_dir: Path, meta: dict, own: dict, target: dict, save_file, say: Say) -> Path:
     from .export_eagle3 import calibrate, eagle3_config, eagle3_tensors
 
-    layers = tuple(meta["feature_layers"])
-    input_map, r2 = calibrate(target_dir, own, layers)
+    input_map, r2 = calibrate(target_dir, own, meta)
     say(f"  the attention input's least-squares map keeps R^2 = {r2:.3f} of the zoo head's (export_eagle3.py)")
     config = eagle3_config(json.loads((target_dir / "config.json").read_text()), meta, len(own["draft_vocab"]))
     config["_specdec_export"] = f"smollm2-135m-eagle3: vLLM's eagle3 layout, attention input mapped (R^2 {r2:.3f})"

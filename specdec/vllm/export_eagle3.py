@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from ..zoo.heads import EagleHead
+from ..zoo.heads import unit_rms
 
 CALIBRATION_PROMPTS = 48  # training prompts (zoo/prompts.py), ~10k tokens: 8x the map's 1,152 inputs per row
 RIDGE = 1e-6  # relative to the Gram matrix's mean diagonal: numerical safety only (N >> 2d)
@@ -64,28 +64,29 @@ def eagle3_tensors(own: dict, target: dict, input_map: torch.Tensor) -> dict:
     return {key: (value if key == "d2t" else value.to(dtype)).contiguous() for key, value in tensors.items()}
 
 
-def calibrate(target_dir: Path, own: dict, feature_layers: tuple[int, ...]) -> tuple[torch.Tensor, float]:
+def calibrate(target_dir: Path, own: dict, meta: dict) -> tuple[torch.Tensor, float]:
     """M [d, 2d], least squares (ridge) over the calibration tokens: row t of [e_t / rms; h_t / rms] @ M.T
     ~ x_t / rms(x_t), x_t = the zoo fc([h_t; 14 e_t]), h_t the fused feature of position t and e_t the
     embedding of token t + 1 (what the head reads at t); and the fit's R^2 on those tokens."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from ..zoo.build import eagle_head_from
     from ..zoo.prompts import build_prompts
 
     model = AutoModelForCausalLM.from_pretrained(str(target_dir), dtype=torch.float32).eval()
     tokenizer = AutoTokenizer.from_pretrained(str(target_dir))
-    head = _zoo_head(model.config, own, feature_layers)
+    head = eagle_head_from(model.config, own, meta)  # as the lab drafts with it
     eps = model.config.rms_norm_eps  # vLLM's RMSNorms use the config's eps too
     inputs, outputs = [], []
     with torch.no_grad():
         for _, text in build_prompts("train", n=CALIBRATION_PROMPTS):
             ids = _token_ids(tokenizer, text)
             states = model(ids, output_hidden_states=True).hidden_states
-            fused = head.fused(torch.cat([states[i][0, :-1] for i in feature_layers], dim=-1)).float()  # [T-1, d]
+            fused = head.fused(torch.cat([states[i][0, :-1] for i in head.feature_layers], dim=-1))  # [T-1, d]
             embeds = model.get_input_embeddings()(ids[0, 1:]).float()  # [T-1, d]
             x = head.inputs(fused, embeds).float()
-            inputs.append(torch.cat([_unit_rms(embeds, eps), _unit_rms(fused, eps)], dim=-1))
-            outputs.append(_unit_rms(x, eps))
+            inputs.append(torch.cat([unit_rms(embeds, eps), unit_rms(fused, eps)], dim=-1))
+            outputs.append(unit_rms(x, eps))
     a, b = torch.cat(inputs).double(), torch.cat(outputs).double()  # [N, 2d], [N, d]
     gram = a.T @ a
     gram += torch.eye(len(gram), dtype=gram.dtype) * RIDGE * gram.diagonal().mean()
@@ -94,21 +95,9 @@ def calibrate(target_dir: Path, own: dict, feature_layers: tuple[int, ...]) -> t
     return input_map.T.float(), float(1 - residual)
 
 
-def _zoo_head(config, own: dict, feature_layers: tuple[int, ...]) -> EagleHead:
-    head = EagleHead(config, feature_layers=feature_layers, intermediate_size=own["head.layers.0.mlp.gate_proj.weight"].shape[0])
-    head.load_state_dict({k[len("head."):]: v.float() for k, v in own.items() if k.startswith("head.")})
-    return head.float().eval()
-
-
 def _token_ids(tokenizer, text: str, max_tokens: int = 512) -> torch.Tensor:
     """[1, T] ids of a user turn in the chat template (as the head drafts), or of the text where there is none."""
-    if tokenizer.chat_template:
-        ids = tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
-                                            return_tensors="pt", return_dict=True)["input_ids"]
-    else:
-        ids = tokenizer(text, return_tensors="pt")["input_ids"]
-    return ids[:, :max_tokens]
+    from ..zoo.data import chat_ids
 
-
-def _unit_rms(x: torch.Tensor, eps: float) -> torch.Tensor:
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    ids = chat_ids(tokenizer, text) if tokenizer.chat_template else tokenizer(text)["input_ids"]
+    return torch.tensor([ids[:max_tokens]])

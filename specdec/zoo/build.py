@@ -165,11 +165,16 @@ def build_medusa(target, name: str, description: str, folder: Path | None = None
 def load_eagle_head(config, folder: Path) -> tuple[EagleHead, torch.Tensor]:
     """The EAGLE (or EAGLE-3: zoo.json's feature_layers) head saved in folder (float32 of float16 values, eval
     mode) and its draft vocabulary (ids)."""
-    tensors, meta = load_tensors(folder), read_meta(folder)
+    tensors = load_tensors(folder)
+    return eagle_head_from(config, tensors, read_meta(folder)), tensors["draft_vocab"]
+
+
+def eagle_head_from(config, tensors: dict, meta: dict) -> EagleHead:
+    """The head in a zoo entry's tensors ('head.*') and zoo.json `meta`, as load_eagle_head gives it."""
     head = EagleHead(config, meta.get("layers", 1), tuple(meta.get("feature_layers", ())),
                      meta.get("intermediate_size"))
     head.load_state_dict(load_eagle_state(_prefixed(tensors, "head.")))
-    return head.eval(), tensors["draft_vocab"]
+    return head.eval()
 
 
 def build_eagle(target, name: str, description: str, folder: Path | None = None):

@@ -35,6 +35,11 @@ def rope_tables(config, length: int, dtype, device="cpu") -> tuple[torch.Tensor,
     return emb.cos().to(dtype), emb.sin().to(dtype)
 
 
+def unit_rms(x: torch.Tensor, eps: float) -> torch.Tensor:
+    """x [..., d] over its root mean square: an RMSNorm without a weight (EAGLE-3's fused layer states)."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+
 def _project(layer: LlamaDecoderLayer, hidden: torch.Tensor, cos, sin):
     """q, k, v [B, heads, T, hd] with rotary applied (cos, sin: [B or 1, T, hd])."""
     attn = layer.self_attn
@@ -156,8 +161,7 @@ class EagleHead(nn.Module):
         [..., m * d] layer outputs (feature_layers) -> fuse(each RMS-normalised) [..., d]."""
         if self.fuse is None:
             return states
-        parts = states.unflatten(-1, (len(self.feature_layers), -1)).float()
-        parts = parts * torch.rsqrt(parts.pow(2).mean(-1, keepdim=True) + self.config.rms_norm_eps)
+        parts = unit_rms(states.unflatten(-1, (len(self.feature_layers), -1)).float(), self.config.rms_norm_eps)
         return _linear(self.fuse, parts.flatten(-2).to(self.fuse.weight.dtype))
 
     def inputs(self, features: torch.Tensor, token_embeddings: torch.Tensor) -> torch.Tensor:
