@@ -18,7 +18,10 @@ token is still drawn from the target's distribution given the tokens before it.
               doubling after each probe that leaves it off (up to PROBE_MAX_GAP: a prompt where drafting does not
               pay should cost few probes), back to PROBE_EVERY once it is on again. Its prior:
               a CostPrior (auto_choice.py: alpha from the drafter's model card, c and v(K) from this machine's
-              cached probe); alpha then follows the run's last ALPHA_WINDOW evaluated drafts. Each step's
+              cached probe); alpha then follows the run's last ALPHA_WINDOW evaluated drafts. The costs stay the
+              prior's: they were measured interleaved, where a run's own speculative and plain steps are timed in
+              different stretches of the run (on a busy CPU one slow plain step moved the predicted speedup from
+              0.97x to 1.22x and switched speculation back on). Each step's
               choice and why: `decision` (a Decision), copied onto the StepEvent.
 
 The times a schedule is given are a step's drafting and its target side (verification plus the step's
@@ -36,11 +39,11 @@ from .theory import expected_tokens_by_position, expected_tokens_per_forward
 SCHEDULES = ("constant", "heuristic", "confidence", "optimal", "auto")
 CONFIDENCE_THRESHOLD = 0.4  # transformers' default assistant_confidence_threshold
 ALPHA_PRIOR = (7.0, 3.0)  # optimal: Beta prior on alpha (accepted, rejected pseudo-counts) before evidence
-OFF_BELOW = 0.98  # auto: speculation goes off when the best predicted speedup falls below this
+OFF_BELOW = 1.0  # auto: speculation goes off when the best predicted speedup falls below this
 ON_ABOVE = 1.05  # ... and back on when it rises above this (between the two it keeps its state)
 PROBE_EVERY = 16  # auto, while off: one K = 1 step after this many plain steps
 PROBE_MAX_GAP = 64  # ... the gap doubles after each probe that leaves speculation off, up to this
-PRIOR_STRENGTH = 3.0  # auto: the prior alpha counts as this many evaluated drafts (alpha varies a lot by prompt:
+PRIOR_STRENGTH = 2.0  # auto: the prior alpha counts as this many evaluated drafts (alpha varies a lot by prompt:
 # a French poem gets 0.0 from drafters whose English chat figure is 0.5, so the run's own evidence must win fast)
 ALPHA_WINDOW = 64  # auto: the running alpha's evidence is the last this many evaluated drafts
 MIN_EVIDENCE = 8  # auto: speculation that is on goes off only once the run has evaluated this many drafts (a few
@@ -187,13 +190,13 @@ class AutoSchedule(OptimalSchedule):
         return known or ([self.k_max] if self.prior.tree else list(range(1, self.k_max + 1)))
 
     def step_cost(self, k: int) -> Optional[float]:
-        """A speculative step at K over a plain step: this run's own times where both were measured, else
-        the prior's K c + v(K), else (no prior) the run's draft time per token and verification (optimal)."""
+        """A speculative step at K over a plain step: the prior's K c + v(K), else (no prior) this run's own
+        times where both were measured, else the run's draft time per token and verification (optimal)."""
+        if k in self.prior.c and k in self.prior.v:
+            return k * self.prior.c[k] + self.prior.v[k]
         measured = self.step_times.get(k)
         if measured and self.plain_times:
             return statistics.median(measured[-16:]) / statistics.median(self.plain_times[-16:])
-        if k in self.prior.c and k in self.prior.v:
-            return k * self.prior.c[k] + self.prior.v[k]
         if self.draft_times and self.verify_times and self.plain_times:
             t_draft = statistics.median(self.draft_times[-32:])
             return (k * t_draft + self.verify_time(k)) / statistics.median(self.plain_times[-16:])

@@ -177,6 +177,34 @@ def test_a_position_without_evidence_is_taken_to_be_as_good_as_the_one_before():
     assert first < 0.1 and second == pytest.approx(first, abs=1e-9) and third == pytest.approx(first, abs=1e-9)
 
 
+def switched_off_by_rejections():
+    """An auto schedule at K=1 that went off after rejected drafts, each step timed at 12 ms."""
+    schedule = AutoSchedule(1, CostPrior(0.5, {1: 0.1}, {1: 1.1}))
+    while schedule.next_k():
+        schedule.update(1, 1, 0, 0.001, 0.011)
+    return schedule
+
+
+def test_one_slow_plain_step_does_not_switch_speculation_back_on():
+    schedule = switched_off_by_rejections()
+    schedule.update(0, 0, 0, 0.0, 0.030)  # a plain step that a busy CPU made 2.5x slower than speculative steps
+    assert schedule.next_k() == 0 and schedule.decision.kind == "off"
+
+
+def test_the_priors_costs_are_kept_however_the_runs_own_steps_are_timed():
+    schedule = switched_off_by_rejections()
+    for _ in range(16):
+        schedule.update(0, 0, 0, 0.0, 0.030)
+    assert schedule.step_cost(1) == pytest.approx(0.1 + 1.1)
+
+
+def test_without_a_prior_the_runs_own_step_times_are_the_cost():
+    schedule = AutoSchedule(1)
+    schedule.update(0, 0, 0, 0.0, 0.010)
+    schedule.update(1, 1, 0, 0.001, 0.011)
+    assert schedule.step_cost(1) == pytest.approx(0.012 / 0.010)
+
+
 def test_auto_schedule_keeps_its_state_between_the_two_thresholds():
     schedule = AutoSchedule(1, CostPrior(0.5, {1: 0.1}, {1: 1.0}))
     schedule.best = lambda: (1, (OFF_BELOW + ON_ABOVE) / 2)
