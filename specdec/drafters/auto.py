@@ -49,6 +49,7 @@ class AutoDrafter(Drafter):
         self.target, self.load, self.say = target, load, say
         self.cards = candidate_cards(candidates)
         self.loaded: dict[str, Drafter] = {}
+        self.costs_by_k: dict[int, dict] = {}  # k_max -> costs(): looked up once (its cache key walks the weights)
 
     def drafter(self, name: str) -> Drafter:
         if name not in self.loaded:
@@ -60,11 +61,13 @@ class AutoDrafter(Drafter):
         candidates' v(K) pooled (auto_choice.pool_target_side)."""
         from ..auto_costs import cached_costs, costs_for
 
-        out = {}
-        for name in self.cards:
-            out[name] = cached_costs(self.target, name, k_max) or costs_for(self.target, self.drafter(name), k_max,
-                                                                            say=self.say)
-        return pool_target_side(out)
+        if k_max not in self.costs_by_k:
+            out = {}
+            for name in self.cards:
+                out[name] = cached_costs(self.target, name, k_max) or costs_for(self.target, self.drafter(name), k_max,
+                                                                                say=self.say)
+            self.costs_by_k[k_max] = pool_target_side(out)
+        return self.costs_by_k[k_max]
 
     def alphas(self, kind: str, mode: str) -> dict:
         return {name: card_alpha(card, kind, mode) for name, card in self.cards.items()}
