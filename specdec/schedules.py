@@ -20,8 +20,8 @@ token is still drawn from the target's distribution given the tokens before it.
               a CostPrior (auto_choice.py: alpha from the drafter's model card, c and v(K) from this machine's
               cached probe); alpha then follows the run's last ALPHA_WINDOW evaluated drafts. The costs stay the
               prior's: they were measured interleaved, where a run's own speculative and plain steps are timed in
-              different stretches of the run (on a busy CPU one slow plain step moved the predicted speedup from
-              0.97x to 1.22x and switched speculation back on). Each step's
+              different stretches of the run (on a busy CPU a single slow plain step could switch speculation back on:
+              docs/benchmarks.md). Each step's
               choice and why: `decision` (a Decision), copied onto the StepEvent.
 
 The times a schedule is given are a step's drafting and its target side (verification plus the step's
