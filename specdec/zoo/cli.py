@@ -20,8 +20,8 @@ def add_parser(sub) -> None:
                      help="bf16: the shipped weights' recipe (CPUs with native bfloat16); more-data: the float32 "
                           "recipe with half its data (the weights shipped before); first: the first, smaller one; "
                           "eagle-2-layers: an experiment (a two-layer EAGLE head on more-data's data); eagle3: the "
-                          "EAGLE-3 head (its own data, keeping three layers' outputs); eagle3-more-data: an experiment (the "
-                          "EAGLE-3 head on bf16's amount of data); tiny, tiny-eagle3: seconds")
+                          "EAGLE-3 head on half of bf16's data (its own, keeping three layers' outputs); eagle3-more-data: "
+                          "the shipped EAGLE-3 head (eagle3 on bf16's amount of data); tiny, tiny-eagle3: seconds")
     zoo.add_argument("--seed", type=int, default=0)
     zoo.add_argument("--out", default=None, help="folder for the drafters (default: assets/drafters)")
     zoo.add_argument("--work", default=None, help="data shards and logs (default: ~/.cache/specdec/zoo-work/<profile>)")

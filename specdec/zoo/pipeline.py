@@ -110,8 +110,8 @@ PROFILES["eagle3"] = replace(
     drafters=(EAGLE3,), eagle=replace(_BF16.eagle, time_budget_s=25 * 60),
     eagle3=replace(_BF16.eagle, reg_weight=0.0, feature_layers=(2, 15, 27), eagle_intermediate=640,
                    checkpoints=(0.25, 0.5), time_budget_s=25 * 60))
-# An experiment, not shipped: the EAGLE-3 recipe on bf16's 76 batches (the EAGLE head's data), to see whether EAGLE-3
-# passes EAGLE at equal data. Reuse eagle3's 38 batches: --work ~/.cache/specdec/zoo-work/eagle3 --out <folder>.
+# The shipped EAGLE-3 head's recipe: eagle3 on bf16's 76 batches (the EAGLE head's data, so the two compare at equal
+# data; docs/zoo.md). Reuse eagle3's 38 batches: --work ~/.cache/specdec/zoo-work/eagle3.
 PROFILES["eagle3-more-data"] = replace(
     PROFILES["eagle3"], name="eagle3-more-data", gen_batches=76, gen_time_budget_s=90 * 60,
     eagle3=replace(PROFILES["eagle3"].eagle3, time_budget_s=45 * 60))
