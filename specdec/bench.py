@@ -27,6 +27,7 @@ from .events import DecodeSettings, MemoryReport
 from .dtypes import dtype_name
 from .measurement import Pair, Timing, estimate
 from .metrics import memory_summary
+from .threads import forward_threads
 
 OURS_BASE, OURS_SPEC, OURS_TRACED = "ours: target only", "ours: speculative", "ours: spec. + top-5 trace"
 HF_GENERATE, HF_ASSISTED = "transformers: generate", "transformers: assisted"
@@ -71,7 +72,7 @@ class BenchReport:
     prompt_tokens: int
     device: str
     dtype: str
-    threads: int
+    threads: int  # the count our target's forwards run on (threads.forward_threads; transformers runs on torch's)
     runners: dict  # which model-call implementation our engine used for each model
     versions: dict
     engines: list[EngineFigures]
@@ -225,7 +226,7 @@ def run_benchmark(target, draft, ids, *, k: int, max_new_tokens: int, repeats: i
     return BenchReport(
         target=target.name, draft=getattr(draft, "name", "none") if draft is not None else "none", mode=mode, k=k,
         max_new_tokens=max_new_tokens, repeats=repeats, prompt_tokens=len(ids), device=str(target.device),
-        dtype=dtype_name(target.dtype), threads=torch.get_num_threads(),
+        dtype=dtype_name(target.dtype), threads=forward_threads(target.model),
         runners={"target": target.runner_kind, "draft": getattr(draft, "runner_kind", mode)},
         versions={"torch": torch.__version__, "transformers": transformers.__version__},
         engines=[summarize_engine(name, samples[name]) for name in runs],
@@ -256,7 +257,7 @@ def summarize_engine(name: str, runs: list[Sample]) -> EngineFigures:
 def format_table(report: BenchReport) -> str:
     lines = [
         f"target {report.target}  draft {report.draft}  K={report.k}  {report.max_new_tokens} new tokens  "
-        f"{report.repeats} repeats  {report.device}/{report.dtype}  {report.threads} threads  "
+        f"{report.repeats} repeats  {report.device}/{report.dtype}  our forwards on {report.threads} thread{'s' if report.threads != 1 else ''}  "
         f"our runners {report.runners['target']}/{report.runners['draft']}  "
         f"torch {report.versions['torch']}  transformers {report.versions['transformers']}",
         f"{'engine':<30}{'tok/s':>9}{'wall s':>9}{'tokens':>8}{'tok/target fwd':>16}{'efficiency':>12}",

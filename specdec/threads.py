@@ -74,6 +74,12 @@ def step_threads(device: torch.device) -> Optional[int]:
     return 1 if passive else None
 
 
+def forward_threads(module: torch.nn.Module) -> int:
+    """The thread count this model's forwards actually run on (its own, else the step's, else torch's)."""
+    device = next(module.parameters()).device
+    return model_threads(module) or step_threads(device) or torch.get_num_threads()
+
+
 @contextlib.contextmanager
 def threads_for_step(device: torch.device) -> Iterator[None]:
     """Run the body on step_threads(...) threads, then restore torch's count."""

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from specdec import DecodeSettings, load_model
-from specdec.threads import step_threads, threads_for_step
+from specdec.threads import forward_threads, set_model_threads, step_threads, threads_for_step
 from tiny_models import build_model, save, tiny_config
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
@@ -59,3 +59,10 @@ def test_a_run_between_its_steps_leaves_torchs_count_alone(passive, tmp_path):
     for _event in Generation(model, None, [4, 8, 15], DecodeSettings(max_new_tokens=4)):
         counts.append(torch.get_num_threads())
     assert counts == [before] * 4
+
+
+def test_a_models_forwards_run_on_its_measured_count_else_the_steps(passive):
+    model = build_model(tiny_config("llama"), seed=0)
+    assert forward_threads(model) == 1
+    set_model_threads(model, 2)
+    assert forward_threads(model) == 2
