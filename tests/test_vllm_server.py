@@ -241,6 +241,25 @@ def test_the_cli_sweep_starts_measures_and_stops_one_server_per_setting(servers)
     assert launcher.group_members(pid) == []  # no orphan: nothing of its process group is left
 
 
+@pytest.mark.skipif(not os.environ.get("SPECDEC_VLLM_SWEEP_TEST"), reason="the vLLM sweep starts a server of its own "
+                    "(2.5-6 minutes on a 2-core CPU): set SPECDEC_VLLM_SWEEP_TEST=1 to run it")
+def test_the_apps_sweep_tab_starts_measures_and_stops_one_real_server_per_k(servers, monkeypatch):
+    """The Sweep tab's callback (what its button runs) with the real launcher and venv: no scripted server."""
+    from specdec.ui.sweep_tab import run_sweep
+
+    lab, session = _app_on(servers, monkeypatch)
+    lab.sweep_policy = QUICK
+    before = {r["pid"] for r in launcher.records()}
+    updates = list(run_sweep(lab, session, prompt=PROMPTS[0], clean_whitespace=False, target="", target_custom="",
+                             drafts=["prompt-lookup"], ks="2", temperatures="0", max_new_tokens=24, seed=0,
+                             top_p=1.0, top_k=0, progress=lambda *a, **k: None))
+    assert not updates[-1]["error"], updates[-1]["error"]
+    assert [(r.k, r.repeats) for r in session.sweep_rows] == [(2, 6)]
+    assert session.sweep_rows[0].speedup_low <= session.sweep_rows[0].speedup <= session.sweep_rows[0].speedup_high
+    assert updates[-1]["sweep_table"].shape[0] == 1
+    assert {r["pid"] for r in launcher.records()} == before  # its server was stopped and forgotten
+
+
 def test_a_server_that_dies_mid_stream_gives_one_clear_error(servers):
     """Last: kills the draft_model server while it streams (stop_all at the module's end finds it gone)."""
     lead = connect(servers, "draft", speculative=True)
