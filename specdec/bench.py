@@ -118,10 +118,10 @@ class ForwardTimer:
             handle.remove()
 
 
-def run_ours(target, draft, ids, k, max_new_tokens, top_n=0):
+def run_ours(target, draft, ids, k, max_new_tokens, top_n=0, k_schedule="constant"):
     start = time.perf_counter()
-    result = generate(target, draft, ids, DecodeSettings(max_new_tokens=max_new_tokens, k=k, temperature=0.0),
-                      top_n=top_n)
+    settings = DecodeSettings(max_new_tokens=max_new_tokens, k=k, temperature=0.0, k_schedule=k_schedule)
+    result = generate(target, draft, ids, settings, top_n=top_n)
     wall = time.perf_counter() - start
     m = result.metrics
     return Sample(result.token_ids, wall, m.target_forwards, m.forward_time_s, m.memory)

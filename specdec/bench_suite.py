@@ -6,7 +6,9 @@ chose (tuning.py) or the explicit one, then greedy rows, each timed in interleav
 and 95% interval (bench.run_rounds and bench.compare, the same statistics as `bench` and the app):
 
   ours target-only      vs transformers `generate`
-  each drafter at --k   vs ours target-only (drafters: --draft a,b,... or the target's preset list)
+  each drafter at its auto K (the auto schedule: K up to AUTO_K_MAX chosen step by step from this machine's
+  costs, speculation off where it does not pay), or at --k N, vs ours target-only (drafters: --draft a,b,... or
+  `auto` and the target's preset list)
 
 A drafter measured slower than target-only (its whole interval below 1) is marked "slower here". The same number
 of tokens is timed on both sides of a row (greedy: every engine emits the same tokens; the table says whether
@@ -23,6 +25,7 @@ import torch
 import transformers
 
 from . import presets, tuning
+from .auto_choice import AUTO, AUTO_K_MAX
 from .bench import HF_GENERATE, OURS_BASE, Comparison, compare, run_ours, run_rounds, run_transformers
 from .devices import measure_bandwidth
 from .errors import first_line
@@ -36,7 +39,7 @@ SUITE_PROMPT = "Explain photosynthesis in simple terms."  # chat-wrapped where t
 class SuiteRow:
     engine: str
     reference: str
-    k: Optional[int]
+    k: Optional[int | str]  # a drafter's K, or auto (the auto schedule); None on the target-only row
     tokens_per_s: float  # median over rounds
     reference_tokens_per_s: float
     tokens_per_target_forward: float
@@ -78,10 +81,17 @@ def bandwidths(device: torch.device) -> dict:
 
 
 def suite_drafters(args) -> list[str]:
+    """--draft's list, else `auto` (at --k auto) and the target's preset list."""
     if args.draft and args.draft.strip().lower() != "none":
         return [name.strip() for name in args.draft.split(",") if name.strip()]
     preset = next((p for p in presets.PAIR_PRESETS if p.target == args.target), None)
-    return list(preset.drafts) if preset is not None else [presets.ANY_TARGET_DRAFT]
+    drafts = list(preset.drafts) if preset is not None else [presets.ANY_TARGET_DRAFT]
+    return ([AUTO] if args.k == AUTO else []) + [d for d in drafts if d != AUTO]
+
+
+def decode_k(k) -> tuple[int, str]:
+    """--k as the suite runs it: (K, K schedule); auto is the auto schedule up to AUTO_K_MAX."""
+    return (AUTO_K_MAX, AUTO) if k == AUTO else (k, "constant")
 
 
 def row(samples: dict, engine: str, reference: str, k: Optional[int]) -> SuiteRow:
@@ -94,9 +104,10 @@ def row(samples: dict, engine: str, reference: str, k: Optional[int]) -> SuiteRo
                     found.high is not None and found.high < 1.0)
 
 
-def measure_suite(target, drafters: dict[str, Callable[[], object]], ids: list[int], *, k: int, max_new_tokens: int,
-                  repeats: int) -> SuiteReport:
-    """drafters: {name: load()} (a load that raises is reported as skipped)."""
+def measure_suite(target, drafters: dict[str, Callable[[], object]], ids: list[int], *, k: int | str,
+                  max_new_tokens: int, repeats: int) -> SuiteReport:
+    """drafters: {name: load()} (a load that raises is reported as skipped); k: an integer or auto (decode_k)."""
+    k_max, schedule = decode_k(k)
     device = target.device
     report = SuiteReport(
         cpu=tuning.cpu_model(), cores=tuning.available_cores(), bandwidth_gb_s=bandwidths(device),
@@ -105,7 +116,7 @@ def measure_suite(target, drafters: dict[str, Callable[[], object]], ids: list[i
         max_new_tokens=max_new_tokens, repeats=repeats,
         versions={"torch": torch.__version__, "transformers": transformers.__version__},
         omp_wait_policy=describe_process().get("omp_wait_policy", "unknown"))
-    base = lambda: run_ours(target, None, ids, k, max_new_tokens)  # noqa: E731
+    base = lambda: run_ours(target, None, ids, k_max, max_new_tokens)  # noqa: E731
     samples = run_rounds({OURS_BASE: base, HF_GENERATE: lambda: run_transformers(target, ids, max_new_tokens)},
                          repeats)
     report.rows.append(row(samples, OURS_BASE, HF_GENERATE, None))
@@ -116,8 +127,8 @@ def measure_suite(target, drafters: dict[str, Callable[[], object]], ids: list[i
             report.skipped.append(f"{name}: {first_line(exc)}")
             continue
         engine = f"ours: {name}"
-        samples = run_rounds({engine: lambda d=drafter: run_ours(target, d, ids, k, max_new_tokens), OURS_BASE: base},
-                             repeats)
+        run = lambda d=drafter: run_ours(target, d, ids, k_max, max_new_tokens, k_schedule=schedule)  # noqa: E731
+        samples = run_rounds({engine: run, OURS_BASE: base}, repeats)
         report.rows.append(row(samples, engine, OURS_BASE, k))
     return report
 

@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_arguments(bench, default_draft=None)
     bench.add_argument("--prompt", default=None, help="prompt text (default: a code prompt)")
     bench.add_argument("--prompt-ids", default=None, help="prompt token ids, comma separated")
-    bench.add_argument("--k", type=int, default=4)
+    bench.add_argument("--k", type=k_value, default=None, help="draft length (default 4); with --suite, auto "
+                       "(the default there): each drafter at its auto K")
     bench.add_argument("--max-new-tokens", type=int, default=128)
     bench.add_argument("--repeats", type=int, default=6, help="rounds of every engine (6+ for a 95%% interval)")
     bench.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
@@ -225,7 +226,12 @@ def run_bench(args) -> int:
     if args.suite:
         from .bench_suite import run_suite
 
+        args.k = AUTO if args.k is None else args.k
         return run_suite(args, prompt_ids)
+    if args.k == AUTO:
+        raise UsageError("bench compares with transformers at one K: give --k an integer (--k auto is --suite's)")
+    args.k = 4 if args.k is None else args.k
+    check_integer("--k", args.k, 1, K_MAX)
     target, draft = load_pair(args)
     args.prompt = args.prompt or BENCH_PROMPT
     ids = prompt_ids(args, target)

@@ -11,10 +11,10 @@ def own_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path / "cache"))
 
 
-def run_suite(capsys, tmp_path, drafts: str) -> tuple[list[str], dict]:
+def run_suite(capsys, tmp_path, drafts: str, *more: str) -> tuple[list[str], dict]:
     out = tmp_path / "suite.json"
     code = main(["bench", "--suite", "--target", "lab-target", "--draft", drafts, "--repeats", "1",
-                 "--max-new-tokens", "4", "--json-out", str(out)])
+                 "--max-new-tokens", "4", "--json-out", str(out), *more])
     assert code == 0
     return capsys.readouterr().out.splitlines(), json.loads(out.read_text())
 
@@ -56,3 +56,24 @@ def test_a_drafter_whose_interval_lies_below_one_is_marked_slower_here():
     report = SuiteReport("cpu", 2, {"1": 10.0}, "float32", "t", "cpu", "float32", 3, 4, 6,
                          {"torch": "t", "transformers": "t"}, "PASSIVE", [slow, fast])
     assert [line.split(" | ")[7] for line in format_suite(report).splitlines()[-2:]] == ["slower here", "faster"]
+
+
+def test_each_drafter_runs_at_its_auto_k_unless_k_is_given(capsys, tmp_path):
+    _, auto = run_suite(capsys, tmp_path, "lab-draft-tiny")
+    _, fixed = run_suite(capsys, tmp_path, "lab-draft-tiny", "--k", "3")
+    assert [r["k"] for r in auto["rows"]] == [None, "auto"] and [r["k"] for r in fixed["rows"]] == [None, 3]
+
+
+def test_the_default_list_starts_with_the_auto_drafter_at_auto_k():
+    from argparse import Namespace
+
+    from specdec.bench_suite import suite_drafters
+
+    drafts = suite_drafters(Namespace(draft=None, target="smollm2-135m-instruct", k="auto"))
+    assert drafts[0] == "auto" and drafts.count("auto") == 1 and len(drafts) > 1
+    assert "auto" not in suite_drafters(Namespace(draft=None, target="smollm2-135m-instruct", k=4))
+
+
+def test_bench_without_the_suite_refuses_k_auto_with_one_line(capsys):
+    assert main(["bench", "--target", "lab-target", "--k", "auto"]) == 2
+    assert "--k auto is --suite's" in capsys.readouterr().err
