@@ -31,6 +31,13 @@ AUTO_K_MAX = 8  # --k auto: the largest K the auto schedule may draft
 AUTO_DESCRIPTION = ("chooses the drafter and K with the best predicted speedup on this machine; speculation off when "
                     "it does not pay")
 CARD_K = 4  # the K (tree depth) of the model cards' figures (zoo/evaluate.py)
+
+
+def k_and_schedule(k: int | str, schedule: str = "constant") -> tuple[int, str]:
+    """--k as a run takes it: (K, K schedule); auto is the auto schedule drafting up to AUTO_K_MAX."""
+    return (AUTO_K_MAX, AUTO) if k == AUTO else (k, schedule)
+
+
 KINDS = ("chat", "code", "rewrite")
 CODE_MARKS = re.compile(r"```|\bdef \w+\(|\bpython\b|\bfunction\b|\bcode\b|\bclass \w+|\bimport \w+", re.IGNORECASE)
 REWRITE_MARKS = re.compile(r"^\s*(rewrite|summari[sz]e|paraphrase|correct|translate|shorten|simplify|"

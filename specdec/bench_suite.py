@@ -25,7 +25,7 @@ import torch
 import transformers
 
 from . import presets, tuning
-from .auto_choice import AUTO, AUTO_K_MAX
+from .auto_choice import AUTO, k_and_schedule
 from .bench import HF_GENERATE, OURS_BASE, Comparison, compare, run_ours, run_rounds, run_transformers
 from .devices import measure_bandwidth
 from .errors import first_line
@@ -89,12 +89,7 @@ def suite_drafters(args) -> list[str]:
     return ([AUTO] if args.k == AUTO else []) + [d for d in drafts if d != AUTO]
 
 
-def decode_k(k) -> tuple[int, str]:
-    """--k as the suite runs it: (K, K schedule); auto is the auto schedule up to AUTO_K_MAX."""
-    return (AUTO_K_MAX, AUTO) if k == AUTO else (k, "constant")
-
-
-def row(samples: dict, engine: str, reference: str, k: Optional[int]) -> SuiteRow:
+def row(samples: dict, engine: str, reference: str, k: Optional[int | str]) -> SuiteRow:
     found = compare(samples, engine, reference)
     ours, theirs = samples[engine], samples[reference]
     median_rate = lambda runs: statistics.median(len(r.token_ids) / r.wall_s for r in runs)  # noqa: E731
@@ -106,8 +101,8 @@ def row(samples: dict, engine: str, reference: str, k: Optional[int]) -> SuiteRo
 
 def measure_suite(target, drafters: dict[str, Callable[[], object]], ids: list[int], *, k: int | str,
                   max_new_tokens: int, repeats: int) -> SuiteReport:
-    """drafters: {name: load()} (a load that raises is reported as skipped); k: an integer or auto (decode_k)."""
-    k_max, schedule = decode_k(k)
+    """drafters: {name: load()} (a load that raises is reported as skipped); k: an integer or auto (auto_choice.k_and_schedule)."""
+    k_max, schedule = k_and_schedule(k)
     device = target.device
     report = SuiteReport(
         cpu=tuning.cpu_model(), cores=tuning.available_cores(), bandwidth_gb_s=bandwidths(device),

@@ -13,7 +13,7 @@ import torch
 from transformers.utils import logging as transformers_logging
 
 from . import presets
-from .auto_choice import AUTO, AUTO_K_MAX
+from .auto_choice import AUTO, AUTO_K_MAX, k_and_schedule
 from .errors import SpecDecError, first_line, is_out_of_memory
 from .events import DecodeSettings
 from .limits import (K_MAX, NUM_SAMPLES_MAX, SEED_MAX, TEMPERATURE_MAX, check_finite, check_integer,
@@ -111,9 +111,8 @@ def k_value(text: str):
 def auto_k(args) -> tuple[int, str]:
     """(K, K schedule): --k auto means the auto schedule up to AUTO_K_MAX; --draft auto runs the auto schedule
     at any K (K is then its largest)."""
-    if args.k == AUTO:
-        return AUTO_K_MAX, AUTO
-    return args.k, AUTO if args.draft.strip().lower() == AUTO else args.k_schedule
+    k, schedule = k_and_schedule(args.k, args.k_schedule)
+    return k, AUTO if args.draft.strip().lower() == AUTO else schedule
 
 
 def parse_ids(text: str) -> list[int]:
