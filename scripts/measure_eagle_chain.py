@@ -1,7 +1,7 @@
 """Greedy tokens per target forward of EAGLE heads' chain (and tree) drafts, by K and prompt kind, on held-out prompts.
 
     python scripts/measure_eagle_chain.py [--per-kind 4] [--kinds chat,code,rewrite] [--ks 1,2,3,4]
-                                          [--trees "(3,3,8)"] [FOLDER ...]
+                                          [--trees "(3,3,8)"] [--split heldout|trained] [--profile bf16] [FOLDER ...]
 
 Each FOLDER holds a head (model.safetensors + zoo.json, as `python -m specdec.train zoo --out` writes them, or a
 training checkpoint; an EAGLE-3 head's zoo.json names the target layers it reads; default: the shipped
@@ -10,7 +10,9 @@ engine with the head drafting K tokens a step (a chain, or with --trees an EAGLE
 nodes) shape, K levels deep); printed per folder, draft and K: tokens per target forward pooled over each kind's
 prompts (bonus/correction token included). Greedy decoding is
 deterministic, so two heads compare exactly, without timing noise; how that turns into wall-clock speed is the
-Sweep's measurement (scripts/measure_sweep.py).
+Sweep's measurement (scripts/measure_sweep.py). `--split trained` measures on instructions a profile's heads
+trained on instead (--profile's greedy batches, evenly spaced through its data; bf16: the shipped heads'): the gap between the two splits
+is how much of a head's acceptance is memory of its data rather than generalisation.
 """
 from __future__ import annotations
 
@@ -26,8 +28,17 @@ from specdec import DecodeSettings, generate  # noqa: E402
 from specdec.loading import load_model  # noqa: E402
 from specdec.tree import TreeShape  # noqa: E402
 from specdec.zoo.build import build_eagle, drafter_dir  # noqa: E402
-from specdec.zoo.data import chat_ids  # noqa: E402
-from specdec.zoo.prompts import heldout_prompts  # noqa: E402
+from specdec.zoo.data import chat_ids, trained_greedy_prompts  # noqa: E402
+from specdec.zoo.pipeline import PROFILES  # noqa: E402
+from specdec.zoo.prompts import build_prompts, heldout_prompts  # noqa: E402
+
+
+def trained_prompts(target, per_kind: int, profile_name: str) -> dict[str, list[str]]:
+    """``per_kind`` instructions of each kind that a profile's data answered greedily, evenly spaced through it."""
+    profile = PROFILES[profile_name]
+    trained = trained_greedy_prompts(target.tokenizer, build_prompts("train", profile.prompts, mix=profile.prompt_mix),
+                                     batch_size=profile.gen_batch, max_batches=profile.gen_batches)
+    return {kind: texts[::max(1, len(texts) // per_kind)][:per_kind] for kind, texts in trained.items()}
 
 
 def main() -> None:
@@ -38,11 +49,17 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--kinds", default="chat,code,rewrite")
     parser.add_argument("--trees", default="", help='(top, beam, nodes) triples, e.g. "(3,3,8)": tree drafts too')
+    parser.add_argument("--split", choices=("heldout", "trained"), default="heldout")
+    parser.add_argument("--profile", default="bf16", choices=sorted(PROFILES), help="whose data --split trained reads")
     args = parser.parse_args()
     target = load_model("smollm2-135m-instruct", dtype="float32")
     kinds = args.kinds.split(",")
+    if args.split == "heldout":
+        texts_by_kind = heldout_prompts(args.per_kind)
+    else:
+        texts_by_kind = trained_prompts(target, args.per_kind, args.profile)
     prompts = {kind: [chat_ids(target.tokenizer, text) for text in texts]
-               for kind, texts in heldout_prompts(args.per_kind).items() if kind in kinds}
+               for kind, texts in texts_by_kind.items() if kind in kinds}
     shapes = [None] + [TreeShape(*shape) for shape in eval(f"[{args.trees}]")]  # noqa: S307 (int triples)
     for folder in args.folders:
         drafter = build_eagle(target, "eagle", "", Path(folder))

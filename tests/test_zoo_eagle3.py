@@ -78,7 +78,8 @@ def test_the_eagle3_pipeline_saves_its_checkpoints_and_a_head_that_drafts_exactl
     assert set(summary["drafters"]) == {EAGLE3} and meta["feature_layers"] == [1, 2]
     assert meta["train_config"]["reg_weight"] == 0.0  # tokens only
     checkpoints = sorted((tmp_path / "work" / "checkpoints").iterdir())
-    assert [c.name.startswith(f"{EAGLE3}-step") for c in checkpoints] == [True]
+    planned = meta["training"]["planned_steps"]
+    assert [c.name.startswith(f"{EAGLE3}-step") and c.name.endswith(f"-of-{planned}") for c in checkpoints] == [True]
     assert json.loads((checkpoints[0] / "zoo.json").read_text())["training"]["steps"] < meta["training"]["steps"]
     target = loaded(model)
     settings = DecodeSettings(max_new_tokens=12, k=3)

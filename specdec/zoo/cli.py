@@ -15,19 +15,22 @@ def add_parser(sub) -> None:
     zoo.add_argument("--stage", default="all", choices=["all", "data", "train", "cards"],
                      help="all = data + train + cards; data shards in --work are reused when present")
     zoo.add_argument("--profile", default="bf16",
-                     choices=["bf16", "more-data", "first", "eagle-2-layers", "eagle3", "eagle3-more-data", "tiny",
+                     choices=["bf16", "more-data", "first", "eagle-2-layers", "eagle3", "eagle3-more-data", "eagle3-chat", "tiny",
                               "tiny-eagle3"],
                      help="bf16: the shipped weights' recipe (CPUs with native bfloat16); more-data: the float32 "
                           "recipe with half its data (the weights shipped before); first: the first, smaller one; "
                           "eagle-2-layers: an experiment (a two-layer EAGLE head on more-data's data); eagle3: the "
                           "EAGLE-3 head on half of bf16's data (its own, keeping three layers' outputs); eagle3-more-data: "
-                          "the shipped EAGLE-3 head (eagle3 on bf16's amount of data); tiny, tiny-eagle3: seconds")
+                          "the shipped EAGLE-3 head (eagle3 on bf16's amount of data); eagle3-chat: an experiment (eagle3-more-data "
+                          "with three quarters chat instructions from more templates); tiny, tiny-eagle3: seconds")
     zoo.add_argument("--seed", type=int, default=0)
     zoo.add_argument("--out", default=None, help="folder for the drafters (default: assets/drafters)")
     zoo.add_argument("--work", default=None, help="data shards and logs (default: ~/.cache/specdec/zoo-work/<profile>)")
     zoo.add_argument("--only", default=None, help="comma-separated drafter names to train (default: the profile's) "
                                                   "and, with --stage cards, to measure (with their tree drafts)")
     zoo.add_argument("--threads", type=int, default=2)
+    zoo.add_argument("--epochs", type=int, default=None,
+                     help="train: every drafter's epochs instead of the profile's (an experiment; recorded in zoo.json)")
     zoo.add_argument("--prompts-per-kind", type=int, default=2, help="cards: held-out prompts per kind")
     zoo.set_defaults(func=run)
 
@@ -40,15 +43,31 @@ def command_line(args) -> str:
         parts.append(f"--work {args.work}")
     if args.only:
         parts.append(f"--only {args.only}")
+    if args.epochs:
+        parts.append(f"--epochs {args.epochs}")
     command = " ".join(parts)
     if os.environ.get("OMP_WAIT_POLICY"):
         command = f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']} {command}"
     return command
 
 
+def profile_of(args: argparse.Namespace):
+    """The named profile, with --epochs applied to each drafter's recipe."""
+    from dataclasses import replace
+
+    from .pipeline import PROFILES
+
+    profile = PROFILES[args.profile]
+    if not args.epochs:
+        return profile
+    recipes = {name: replace(getattr(profile, name), epochs=args.epochs)
+               for name in ("eagle", "medusa", "early", "draft", "eagle3") if getattr(profile, name) is not None}
+    return replace(profile, **recipes)
+
+
 def run(args: argparse.Namespace) -> None:
     from .build import ASSETS
-    from .pipeline import PROFILES, build_zoo, load_target_for_training
+    from .pipeline import build_zoo, load_target_for_training
 
     torch.set_num_threads(args.threads)
     out = Path(args.out) if args.out else ASSETS
@@ -56,9 +75,10 @@ def run(args: argparse.Namespace) -> None:
     work = Path(args.work) if args.work else Path.home() / ".cache" / "specdec" / "zoo-work" / args.profile
     log = lambda s: print(s, flush=True)  # noqa: E731
     if args.stage != "cards":
-        model, tokenizer, folder = load_target_for_training(PROFILES[args.profile].dtype)
+        profile = profile_of(args)
+        model, tokenizer, folder = load_target_for_training(profile.dtype)
         only = tuple(args.only.split(",")) if args.only else None
-        summary = build_zoo(model, tokenizer, out, work, PROFILES[args.profile], seed=args.seed,
+        summary = build_zoo(model, tokenizer, out, work, profile, seed=args.seed,
                             command=command_line(args), stage=args.stage if args.stage != "all" else "all",
                             only=only, log=log)
         log(json.dumps({k: v for k, v in summary.items() if k != "drafters"}, indent=1))

@@ -34,6 +34,37 @@ def system_prefix_length(tokenizer) -> int:
     return n
 
 
+def plan_batches(tokenizer, prompts: list[tuple[str, str]], batch_size: int, max_prompt_tokens: int,
+                 seed: int) -> tuple[list[list[tuple[int, str, list[int]]]], list[int]]:
+    """The data's batches and the seeded order they are generated in: prompts of at most ``max_prompt_tokens``
+    (in the chat template) sorted by length, cut into batches of ``batch_size`` items (index, kind, ids).
+    Batch number b is answered greedily when b is even, sampled at T = 0.7 when odd."""
+    items = []
+    for index, (kind, text) in enumerate(prompts):
+        ids = chat_ids(tokenizer, text)
+        if len(ids) <= max_prompt_tokens:
+            items.append((index, kind, ids))
+    items.sort(key=lambda it: len(it[2]))
+    batches = [items[i:i + batch_size] for i in range(0, len(items), batch_size)]
+    order = torch.randperm(len(batches), generator=torch.Generator().manual_seed(seed)).tolist()
+    return batches, order
+
+
+def trained_greedy_prompts(tokenizer, prompts: list[tuple[str, str]], *, batch_size: int, max_batches: int | None,
+                           seed: int = 0, max_prompt_tokens: int = 320) -> dict[str, list[str]]:
+    """Per kind, the instructions of a profile's data that the target answered greedily (its even batches among
+    the first ``max_batches`` of the order): prompts a head trained on, with the very answers a float32 greedy run
+    starts from (the data's dtype may diverge later). In generation order."""
+    batches, order = plan_batches(tokenizer, prompts, batch_size, max_prompt_tokens, seed)
+    texts = {index: text for index, (_, text) in enumerate(prompts)}
+    out: dict[str, list[str]] = {}
+    for b in order[:max_batches or len(order)]:
+        if b % 2 == 0:
+            for index, kind, _ in batches[b]:
+                out.setdefault(kind, []).append(texts[index])
+    return out
+
+
 @torch.no_grad()
 def generate_with_features(model, tokenizer, prompts: list[tuple[str, str]], out_dir: Path, *, exit_layer: int,
                            batch_size: int = 16, max_new_tokens: int = 160, seed: int = 0,
@@ -51,14 +82,7 @@ def generate_with_features(model, tokenizer, prompts: list[tuple[str, str]], out
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    items = []
-    for index, (kind, text) in enumerate(prompts):
-        ids = chat_ids(tokenizer, text)
-        if len(ids) <= max_prompt_tokens:
-            items.append((index, kind, ids))
-    items.sort(key=lambda it: len(it[2]))
-    batches = [items[i:i + batch_size] for i in range(0, len(items), batch_size)]
-    order = torch.randperm(len(batches), generator=torch.Generator().manual_seed(seed)).tolist()
+    batches, order = plan_batches(tokenizer, prompts, batch_size, max_prompt_tokens, seed)
     (out_dir / "order.json").write_text(json.dumps({"order": order, "batch_size": batch_size, "seed": seed}))
     cache_arg = cache_argument_name(model)
     head = model.get_output_embeddings()

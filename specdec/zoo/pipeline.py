@@ -6,7 +6,7 @@ Stages (each can be run alone with --stage; data shards are reused when present)
   train  draft vocabulary, then eagle, eagle-3, medusa, early exit, draft model (train.py; a profile
          names the ones it trains by default), each saved to <out>/<name>/model.safetensors (bf16) with
          zoo.json: recipe, data, tokens, time, command; a TrainConfig's checkpoints go to
-         <work>/checkpoints/<name>-step<N>/ (the acceptance curve)
+         <work>/checkpoints/<name>-step<N>-of-<planned>/ (the acceptance curve)
 """
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ class ZooProfile:
     feature_layers: tuple[int, ...] = ()  # layers whose outputs the data keeps (EAGLE-3's input; data.py)
     eagle3: TrainConfig | None = None  # the EAGLE-3 head's recipe (needs feature_layers in the data)
     drafters: tuple[str, ...] = NAMES  # what --stage train trains without --only
+    prompt_mix: str = "default"  # prompts.build_prompts' mix of instruction kinds
 
 
 PROFILES = {
@@ -115,6 +116,9 @@ PROFILES["eagle3"] = replace(
 PROFILES["eagle3-more-data"] = replace(
     PROFILES["eagle3"], name="eagle3-more-data", gen_batches=76, gen_time_budget_s=90 * 60,
     eagle3=replace(PROFILES["eagle3"].eagle3, time_budget_s=45 * 60))
+# An experiment (docs/zoo.md, "Chat share and variety"): eagle3-more-data's recipe and amount of data (76 batches of
+# 48), with three quarters of the instructions chat, drawn from twice as many templates (prompts.MORE_CHAT_TEMPLATES).
+PROFILES["eagle3-chat"] = replace(PROFILES["eagle3-more-data"], name="eagle3-chat", prompt_mix="chat")
 # seconds: the EAGLE-3 pipeline smoke test (tiny random target of 3 layers)
 PROFILES["tiny-eagle3"] = replace(
     PROFILES["tiny"], name="tiny-eagle3", feature_layers=(1, 2), drafters=(EAGLE3,),
@@ -159,7 +163,8 @@ def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, s
     shards = work / "shards"
     summary = {"profile": profile.name, "seed": seed, "command": command}
     if stage in ("all", "data"):
-        prompts = prompts if prompts is not None else build_prompts("train", profile.prompts, seed=seed)
+        prompts = prompts if prompts is not None else build_prompts("train", profile.prompts, seed=seed,
+                                                                       mix=profile.prompt_mix)
         t0 = time.time()
         gen = generate_with_features(model, tokenizer, prompts, shards, exit_layer=profile.exit_layer,
                                      batch_size=profile.gen_batch, max_new_tokens=profile.max_new_tokens, seed=seed,
@@ -225,7 +230,8 @@ def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, s
             return {**{f"head.{k}": v for k, v in head.state_dict().items()}, "draft_vocab": vocab.int()}
 
         def checkpoint(head, record, name=name, cfg=cfg, meta=meta):
-            folder = work / "checkpoints" / f"{name}-step{record['steps']}"
+            # named by planned steps too: runs of other lengths on the same data keep their own curves
+            folder = work / "checkpoints" / f"{name}-step{record['steps']}-of-{record['planned_steps']}"
             save_tensors(folder, tensors_of(head), {**base, **meta, "training": record,
                                                     "train_config": asdict(cfg)})
             log(f"checkpoint {folder}")

@@ -26,6 +26,36 @@ CHAT_TEMPLATES = [
     "What questions should I ask to learn more about {t}?",
     "Compare {t} with something from everyday life.",
 ]
+# More ways people ask (profile eagle3-chat; prompt mix "chat"): conversational openings, requests for a format,
+# an audience, an opinion. None is, or paraphrases, a held-out template below.
+MORE_CHAT_TEMPLATES = [
+    "I keep hearing about {t}. What is it all about?",
+    "Could you give me an overview of {t}?",
+    "How does {t} work?",
+    "What is the most interesting fact about {t}?",
+    "My friend asked me about {t} and I did not know what to say. Help me explain it.",
+    "Write a few paragraphs about {t}.",
+    "What do experts say about {t}?",
+    "Give me a quick introduction to {t}.",
+    "List five facts about {t}.",
+    "Explain {t} step by step.",
+    "Write an encyclopedia-style entry about {t}.",
+    "What is the difference between {t} and {u}?",
+    "How has {t} changed over time?",
+    "What would the world be like without {t}?",
+    "Write a short speech about {t}.",
+    "Explain {t} as if I were a university student.",
+    "Is {t} good or bad? Give a balanced answer.",
+    "What are the key ideas behind {t}?",
+    "Write a dialogue between a teacher and a student about {t}.",
+    "Give me a fun lesson plan about {t}.",
+    "What are the first things a curious person should read about {t}?",
+    "Write a letter to a friend describing {t}.",
+    "Answer briefly: what is {t} used for?",
+    "Help me write an essay introduction about {t}.",
+    "What surprising connections are there between {t} and {u}?",
+    "Describe a day in the life of someone who works with {t}.",
+]
 HELDOUT_CHAT_TEMPLATES = [
     "Can you tell me about {t}?",
     "I want to understand {t}. Where should I start?",
@@ -140,8 +170,13 @@ def _passages(docs: list[str], max_chars: int) -> list[str]:
     return out
 
 
-def build_prompts(split: str = "train", n: int = 2400, seed: int = 0, corpus=None) -> list[tuple[str, str]]:
-    """``n`` (kind, instruction) pairs: about half chat, a quarter code, a quarter rewriting."""
+def build_prompts(split: str = "train", n: int = 2400, seed: int = 0, corpus=None,
+                  mix: str = "default") -> list[tuple[str, str]]:
+    """``n`` (kind, instruction) pairs. Mix "default": about half chat, a quarter code, a quarter rewriting.
+    Mix "chat" (training only): three quarters chat, from CHAT_TEMPLATES and MORE_CHAT_TEMPLATES, an eighth each
+    code and rewriting."""
+    if mix not in ("default", "chat") or (mix == "chat" and split != "train"):
+        raise ValueError(f"prompt mix {mix!r} is not one of default, chat (training only)")
     from specdec.train.corpus import build_corpus
 
     rng = random.Random(f"zoo-prompts-{split}-{seed}")
@@ -155,16 +190,21 @@ def build_prompts(split: str = "train", n: int = 2400, seed: int = 0, corpus=Non
     passages = _passages(prose_docs, 700)
     rng.shuffle(snippets)
     rng.shuffle(passages)
-    chat_t = HELDOUT_CHAT_TEMPLATES if held else CHAT_TEMPLATES
+    chat_t = HELDOUT_CHAT_TEMPLATES if held else CHAT_TEMPLATES + (MORE_CHAT_TEMPLATES if mix == "chat" else [])
     code_t = HELDOUT_CODE_TEMPLATES if held else CODE_TEMPLATES
     rew_t = HELDOUT_REWRITE_TEMPLATES if held else REWRITE_TEMPLATES
     out = []
+    chat_slots = (0, 2) if mix == "default" else (0, 2, 3, 4, 6, 7)
     for i in range(n):
-        r = i % 4
-        if r in (0, 2):
-            out.append(("chat", rng.choice(chat_t).format(t=rng.choice(topics))))
+        r = i % (4 if mix == "default" else 8)
+        if r in chat_slots:
+            template = rng.choice(chat_t)
+            fill = {"t": rng.choice(topics)}
+            if "{u}" in template:
+                fill["u"] = rng.choice([t for t in topics if t != fill["t"]])
+            out.append(("chat", template.format(**fill)))
         elif r == 1:
-            if i % 8 == 1 or not snippets:
+            if i % (8 if mix == "default" else 16) == 1 or not snippets:
                 out.append(("code", rng.choice(code_t).format(t=rng.choice(tasks))))
             else:
                 out.append(("code", rng.choice(SNIPPET_TEMPLATES).format(s=snippets[(i // 8) % len(snippets)])))
