@@ -11,8 +11,8 @@ nodes) shape, K levels deep); printed per folder, draft and K: tokens per target
 prompts (bonus/correction token included). Greedy decoding is
 deterministic, so two heads compare exactly, without timing noise; how that turns into wall-clock speed is the
 Sweep's measurement (scripts/measure_sweep.py). `--split trained` measures on instructions a profile's heads
-trained on instead (--profile's greedy batches, evenly spaced through its data; bf16: the shipped heads'): the gap between the two splits
-is how much of a head's acceptance is memory of its data rather than generalisation.
+trained on instead (--profile's greedy batches, evenly spaced through its data; bf16: the shipped heads'): the gap
+between the two splits is how much of a head's acceptance is memory of its data rather than generalisation.
 """
 from __future__ import annotations
 

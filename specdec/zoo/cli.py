@@ -53,15 +53,16 @@ def command_line(args) -> str:
 
 def profile_of(args: argparse.Namespace):
     """The named profile, with --epochs applied to each drafter's recipe."""
-    from dataclasses import replace
+    from dataclasses import fields, replace
 
     from .pipeline import PROFILES
+    from .train import TrainConfig
 
     profile = PROFILES[args.profile]
     if not args.epochs:
         return profile
-    recipes = {name: replace(getattr(profile, name), epochs=args.epochs)
-               for name in ("eagle", "medusa", "early", "draft", "eagle3") if getattr(profile, name) is not None}
+    recipes = {f.name: replace(getattr(profile, f.name), epochs=args.epochs)
+               for f in fields(profile) if isinstance(getattr(profile, f.name), TrainConfig)}
     return replace(profile, **recipes)
 
 

@@ -38,7 +38,7 @@ def plan_batches(tokenizer, prompts: list[tuple[str, str]], batch_size: int, max
                  seed: int) -> tuple[list[list[tuple[int, str, list[int]]]], list[int]]:
     """The data's batches and the seeded order they are generated in: prompts of at most ``max_prompt_tokens``
     (in the chat template) sorted by length, cut into batches of ``batch_size`` items (index, kind, ids).
-    Batch number b is answered greedily when b is even, sampled at T = 0.7 when odd."""
+    Which batches are sampled: ``is_sampled_batch``."""
     items = []
     for index, (kind, text) in enumerate(prompts):
         ids = chat_ids(tokenizer, text)
@@ -50,18 +50,22 @@ def plan_batches(tokenizer, prompts: list[tuple[str, str]], batch_size: int, max
     return batches, order
 
 
+def is_sampled_batch(b: int) -> bool:
+    """Batch number b of a plan is answered at T = 0.7 when odd, greedily when even."""
+    return b % 2 == 1
+
+
 def trained_greedy_prompts(tokenizer, prompts: list[tuple[str, str]], *, batch_size: int, max_batches: int | None,
                            seed: int = 0, max_prompt_tokens: int = 320) -> dict[str, list[str]]:
     """Per kind, the instructions of a profile's data that the target answered greedily (its even batches among
     the first ``max_batches`` of the order): prompts a head trained on, with the very answers a float32 greedy run
     starts from (the data's dtype may diverge later). In generation order."""
     batches, order = plan_batches(tokenizer, prompts, batch_size, max_prompt_tokens, seed)
-    texts = {index: text for index, (_, text) in enumerate(prompts)}
     out: dict[str, list[str]] = {}
     for b in order[:max_batches or len(order)]:
-        if b % 2 == 0:
+        if not is_sampled_batch(b):
             for index, kind, _ in batches[b]:
-                out.setdefault(kind, []).append(texts[index])
+                out.setdefault(kind, []).append(prompts[index][1])
     return out
 
 
@@ -95,7 +99,7 @@ def generate_with_features(model, tokenizer, prompts: list[tuple[str, str]], out
         if shard.exists():
             continue
         batch = batches[b]
-        sampled = b % 2 == 1
+        sampled = is_sampled_batch(b)
         gen = torch.Generator().manual_seed(seed * 100003 + b)
         width = max(len(it[2]) for it in batch)
         n = len(batch)

@@ -116,7 +116,7 @@ PROFILES["eagle3"] = replace(
 PROFILES["eagle3-more-data"] = replace(
     PROFILES["eagle3"], name="eagle3-more-data", gen_batches=76, gen_time_budget_s=90 * 60,
     eagle3=replace(PROFILES["eagle3"].eagle3, time_budget_s=45 * 60))
-# An experiment (docs/zoo.md, "Chat share and variety"): eagle3-more-data's recipe and amount of data (76 batches of
+# An experiment (docs/zoo.md, "What bounds chat"): eagle3-more-data's recipe and amount of data (76 batches of
 # 48), with three quarters of the instructions chat, drawn from twice as many templates (prompts.MORE_CHAT_TEMPLATES).
 PROFILES["eagle3-chat"] = replace(PROFILES["eagle3-more-data"], name="eagle3-chat", prompt_mix="chat")
 # seconds: the EAGLE-3 pipeline smoke test (tiny random target of 3 layers)

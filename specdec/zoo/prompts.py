@@ -137,6 +137,10 @@ HELDOUT_REWRITE_TEMPLATES = [
     "Summarize the following in one short paragraph:\n\n{s}",
 ]
 KINDS = ("chat", "code", "rewrite")
+# build_prompts' mixes: instruction i is chat when i % cycle is in chat_slots, code when it is 1 (a coding task every
+# other time, else a snippet to explain), rewriting otherwise. "default": half chat (the shipped data); "chat": three
+# quarters chat, drawn from MORE_CHAT_TEMPLATES too (profile eagle3-chat; training only).
+PROMPT_MIXES = {"default": (4, (0, 2)), "chat": (8, (0, 2, 3, 4, 6, 7))}
 
 
 def _split(text: str) -> list[str]:
@@ -175,8 +179,9 @@ def build_prompts(split: str = "train", n: int = 2400, seed: int = 0, corpus=Non
     """``n`` (kind, instruction) pairs. Mix "default": about half chat, a quarter code, a quarter rewriting.
     Mix "chat" (training only): three quarters chat, from CHAT_TEMPLATES and MORE_CHAT_TEMPLATES, an eighth each
     code and rewriting."""
-    if mix not in ("default", "chat") or (mix == "chat" and split != "train"):
-        raise ValueError(f"prompt mix {mix!r} is not one of default, chat (training only)")
+    if mix not in PROMPT_MIXES or (mix != "default" and split != "train"):
+        raise ValueError(f"prompt mix {mix!r} is not one of {', '.join(PROMPT_MIXES)} (all but default: training only)")
+    cycle, chat_slots = PROMPT_MIXES[mix]
     from specdec.train.corpus import build_corpus
 
     rng = random.Random(f"zoo-prompts-{split}-{seed}")
@@ -194,9 +199,8 @@ def build_prompts(split: str = "train", n: int = 2400, seed: int = 0, corpus=Non
     code_t = HELDOUT_CODE_TEMPLATES if held else CODE_TEMPLATES
     rew_t = HELDOUT_REWRITE_TEMPLATES if held else REWRITE_TEMPLATES
     out = []
-    chat_slots = (0, 2) if mix == "default" else (0, 2, 3, 4, 6, 7)
     for i in range(n):
-        r = i % (4 if mix == "default" else 8)
+        r = i % cycle
         if r in chat_slots:
             template = rng.choice(chat_t)
             fill = {"t": rng.choice(topics)}
@@ -204,7 +208,7 @@ def build_prompts(split: str = "train", n: int = 2400, seed: int = 0, corpus=Non
                 fill["u"] = rng.choice([t for t in topics if t != fill["t"]])
             out.append(("chat", template.format(**fill)))
         elif r == 1:
-            if i % (8 if mix == "default" else 16) == 1 or not snippets:
+            if i % (2 * cycle) == 1 or not snippets:
                 out.append(("code", rng.choice(code_t).format(t=rng.choice(tasks))))
             else:
                 out.append(("code", rng.choice(SNIPPET_TEMPLATES).format(s=snippets[(i // 8) % len(snippets)])))
