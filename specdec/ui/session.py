@@ -27,6 +27,7 @@ class Session:
     last_run: Optional[RunView] = None
     measurements: dict = field(default_factory=dict)  # measurement.config_key -> Measurement (this session's)
     vllm: Any = None  # vllm_engine.VllmChoice when the sidebar's engine is "vLLM server"
+    engine_fields: dict = field(default_factory=dict)  # the sidebar's engine fields as last changed (record_field)
     running: bool = False
     sweep_rows: list = field(default_factory=list)
     run_id: str = ""  # the timed run in progress, or the last one

@@ -11,6 +11,7 @@ SPECDEC_VLLM_BASELINE_URL) are used, and without them the vLLM engine is off.
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, replace
 from typing import Optional
@@ -89,13 +90,26 @@ def choose_engine(session, engine, url, baseline) -> dict:
                               " (give a baseline server for a measured speedup).")}
 
 
+FIELDS = ("engine", "vllm_url", "vllm_baseline_url")
+
+
+def record_field(name: str, session, value) -> dict:
+    """One sidebar field changed: the session keeps each field's latest value apart and chooses from all three.
+
+    Each change carries only its own field, so the order the changes arrive in does not matter: three changes
+    made in quick succession travel as separate requests, and one reading all three fields as they were when it
+    fired could arrive last and leave the session without the baseline the page shows."""
+    session.engine_fields[name] = value
+    fields = session.engine_fields
+    return choose_engine(session, fields.get("engine", LAB), fields.get("vllm_url", ""),
+                         fields.get("vllm_baseline_url", ""))
+
+
 def wire_engine_controls(on, c: dict, session) -> None:
-    """The three fields' changes run one at a time, in the order they came (one concurrency group): each reads all
-    three fields as they were when it fired, so run side by side, an earlier change (a URL typed before the
-    baseline's) could finish last and leave the session without the baseline the page shows."""
+    """Each of the three fields' changes records that field alone (record_field)."""
     outputs = {"engine_note": c["engine_note"], "engine": c["engine"]}
-    for trigger in (c["engine"].change, c["vllm_url"].change, c["vllm_baseline_url"].change):
-        on(trigger, choose_engine, [session, c["engine"], c["vllm_url"], c["vllm_baseline_url"]], outputs,
+    for name in FIELDS:
+        on(c[name].change, functools.partial(record_field, name), [session, c[name]], outputs,
            api_visibility="private", concurrency_id="engine-choice", concurrency_limit=1)
 
 
