@@ -22,8 +22,10 @@ def test_the_vllm_engine_choice_routes_every_timed_tab_to_the_given_servers(tmp_
     with browser_page(tmp_path_factory, "--no-preload") as page:
         page.locator("#engine").get_by_text("vLLM server", exact=True).click()
         page.locator("#vllm-url textarea, #vllm-url input").first.fill(lead)
-        page.locator("#vllm-baseline-url textarea, #vllm-baseline-url input").first.fill(baseline)
+        # one field at a time, as a person pastes them: in CI under load, a baseline filled while the URL's change
+        # was still in flight once never reached the app (not reproduced alone; the cause is not known)
         expect(page.locator("#engine-note")).to_contain_text(f"Generate runs on the vLLM server at {lead}")
+        page.locator("#vllm-baseline-url textarea, #vllm-baseline-url input").first.fill(baseline)
         expect(page.locator("#engine-note")).to_contain_text(f"measured against {baseline}")
 
         page.locator("#run-btn").click()
