@@ -106,11 +106,15 @@ def record_field(name: str, session, value) -> dict:
 
 
 def wire_engine_controls(on, c: dict, session) -> None:
-    """Each of the three fields' changes records that field alone (record_field)."""
+    """Each of the three fields' changes records that field alone (record_field); the URL fields record again when
+    they lose focus, by then with their settled value (a change sent while a pasted value was still being stored
+    could carry the field's previous one)."""
     outputs = {"engine_note": c["engine_note"], "engine": c["engine"]}
     for name in FIELDS:
-        on(c[name].change, functools.partial(record_field, name), [session, c[name]], outputs,
-           api_visibility="private", concurrency_id="engine-choice", concurrency_limit=1)
+        triggers = [c[name].change] + ([c[name].blur] if name != "engine" else [])
+        for trigger in triggers:
+            on(trigger, functools.partial(record_field, name), [session, c[name]], outputs,
+               api_visibility="private", concurrency_id="engine-choice", concurrency_limit=1)
 
 
 # --- a run ------------------------------------------------------------------------------------------
