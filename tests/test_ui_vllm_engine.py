@@ -32,7 +32,6 @@ def test_choosing_the_vllm_engine_routes_generate_to_the_given_url(monkeypatch):
     assert session.vllm is None
 
 
-
 @pytest.mark.parametrize("order", [("engine", "vllm_url", "vllm_baseline_url"),
                                    ("vllm_baseline_url", "engine", "vllm_url"),
                                    ("vllm_url", "vllm_baseline_url", "engine")])
@@ -44,6 +43,7 @@ def test_the_sidebars_fields_give_one_choice_whatever_order_their_changes_arrive
         note = vllm_engine.record_field(name, session, values[name])
     assert session.vllm == vllm_engine.VllmChoice("http://127.0.0.1:1", "http://127.0.0.1:2")
     assert "measured against http://127.0.0.1:2" in note["engine_note"]
+
 
 def test_on_a_public_deployment_only_the_operators_url_is_used(monkeypatch):
     monkeypatch.setenv("SPACE_ID", "owner/space")

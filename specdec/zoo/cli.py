@@ -11,13 +11,13 @@ import torch
 
 
 def add_parser(sub) -> None:
+    from .pipeline import PROFILES
+
     zoo = sub.add_parser("zoo", help="build the SmolLM2-135M drafter zoo (data, training, cards)")
     zoo.add_argument("--stage", default="all", choices=["all", "data", "train", "cards"],
                      help="all = data + train + cards; data shards in --work are reused when present")
     zoo.add_argument("--profile", default="bf16",
-                     choices=["bf16", "more-data", "first", "eagle-2-layers", "eagle3", "eagle3-more-data", "eagle3-chat",
-                              "eagle3-chat-all", "tiny",
-                              "tiny-eagle3"],
+                     choices=list(PROFILES),
                      help="bf16: the shipped weights' recipe (CPUs with native bfloat16); more-data: the float32 "
                           "recipe with half its data (the weights shipped before); first: the first, smaller one; "
                           "eagle-2-layers: an experiment (a two-layer EAGLE head on more-data's data); eagle3: the "
