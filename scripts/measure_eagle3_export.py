@@ -1,15 +1,14 @@
-"""Where the EAGLE-3 head's vLLM export loses its acceptance: teacher-forced first-draft agreement of the zoo head
-against vLLM's eagle3 layer computed here from the exported tensors, and against that layer with the zoo's
-residual stream put back.
+"""The EAGLE-3 head's vLLM export drafts as the head does: teacher-forced first-draft agreement with the target of
+the zoo head (as the lab drafts) and of vLLM's eagle3 forward over the exported checkpoint (written out in torch,
+specdec/vllm/export_eagle3.py), and the largest difference of their logits, on held-out prompts.
 
     python scripts/measure_eagle3_export.py [--per-kind 2] [--new-tokens 64]
 
-The export (`python -m specdec vllm serve --method eagle3 --draft smollm2-135m-eagle3` writes it; this script
-writes it too when missing) is read back and run as vllm/model_executor/models/llama_eagle3.py runs layer 0:
-attention over [RMSNorm(embedding); RMSNorm(fused)], residual = the fused feature, final norm, lm_head over the
-draft vocabulary. The target (float32) answers each held-out prompt greedily; each head then reads the target's
-true fused features and tokens (depth 0) and predicts each next-but-one token. Printed per kind: the share of
-answer positions where its top-1 is the target's token (the first draft position's greedy acceptance).
+The export (`python -m specdec vllm serve --method eagle3 --draft smollm2-135m-eagle3` writes it; this script writes
+it too when missing) is read back. The target (float32) answers each held-out prompt greedily; both read the
+target's true states (depth 0) and predict each next-but-one token. Printed per kind: the share of answer positions
+where each one's top-1 is the target's token (the first draft position's greedy acceptance) and the largest logit
+difference between the two.
 """
 from __future__ import annotations
 
@@ -23,51 +22,32 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from specdec.vllm.export import export_draft  # noqa: E402
+from specdec.vllm.export_eagle3 import vllm_draft, vllm_fuse  # noqa: E402
 from specdec.zoo.build import drafter_dir, load_eagle_head  # noqa: E402
 from specdec.zoo.data import chat_ids  # noqa: E402
-from specdec.zoo.heads import _expand_kv, _mlp, apply_rotary_pos_emb, rope_tables, unit_rms  # noqa: E402
+from specdec.zoo.heads import rope_tables  # noqa: E402
 from specdec.zoo.pipeline import load_target_for_training  # noqa: E402
 from specdec.zoo.prompts import heldout_prompts  # noqa: E402
 
 NAME = "smollm2-135m-eagle3"
 
 
-def vllm_layer(export: dict, layer, fused, embeds, cos, sin, eps: float, residual=None) -> torch.Tensor:
-    """vLLM's eagle3 layer 0 over whole sequences: fused, embeds [T, d] -> output [T, d] (before the final norm).
-    residual: what the attention output is added to (vLLM: the fused feature)."""
-    t, d = fused.shape
-    attn = layer.self_attn
-    hd = attn.head_dim
-    u = torch.cat([unit_rms(embeds, eps), unit_rms(fused, eps)], dim=-1)  # [T, 2d]; the norms' weights are one
-    q, k, v = (F.linear(u, export[f"midlayer.self_attn.{n}_proj.weight"].float()).view(1, t, -1, hd).transpose(1, 2)
-               for n in ("q", "k", "v"))
-    q, k = apply_rotary_pos_emb(q, k, cos, sin)
-    groups = q.shape[1] // k.shape[1]
-    out = F.scaled_dot_product_attention(q, _expand_kv(k, groups), _expand_kv(v, groups), is_causal=True,
-                                         scale=attn.scaling)
-    out = attn.o_proj(out.transpose(1, 2).reshape(1, t, -1))[0]
-    return _mlp(layer, (fused if residual is None else residual) + out)
-
-
 @torch.inference_mode()
-def agreement(model, head, vocab, export, ids: list[int], new_tokens: int) -> tuple[list[int], int]:
-    """Hits of [zoo head, vLLM layout, vLLM layout with the zoo residual], answer positions."""
+def agreement(model, head, vocab, export, ids: list[int], new_tokens: int) -> tuple[list[int], int, float]:
+    """Hits of [zoo head, vLLM's forward over the export], answer positions, largest logit difference."""
     seq = model.generate(torch.tensor([ids]), max_new_tokens=new_tokens, do_sample=False)[0]
     states = model(seq[None], output_hidden_states=True).hidden_states
-    fused = head.fused(torch.cat([states[i][0] for i in head.feature_layers], dim=-1))[:-1]  # [T-1, d]
-    embeds = model.get_input_embeddings()(seq[1:])  # row p: (feature p, token p + 1) -> token p + 2
-    cos, sin = rope_tables(model.config, len(fused), fused.dtype)
-    x = head.inputs(fused, embeds)
-    eps = model.config.rms_norm_eps
-    layer = head.layers[0]
-    outputs = [head.forward_sequences(x[None], cos[None], sin[None])[0],
-               vllm_layer(export, layer, fused, embeds, cos[None], sin[None], eps),
-               vllm_layer(export, layer, fused, embeds, cos[None], sin[None], eps, residual=x)]
-    rows = model.get_output_embeddings().weight[vocab]
+    aux = torch.cat([states[i][0] for i in head.feature_layers], dim=-1)[:-1]  # [T-1, 3d]
+    embeds = model.get_input_embeddings()(seq[1:])  # row p: (state p, token p + 1) -> token p + 2
+    cos, sin = rope_tables(model.config, len(aux), torch.float32)
+    zoo = F.linear(head.norm(head.forward_sequences(head.inputs(head.fused(aux), embeds)[None], cos[None],
+                                                    sin[None])[0]),
+                   model.get_output_embeddings().weight[vocab])
+    vllm, _ = vllm_draft(export, model.config, vllm_fuse(export, model.config.rms_norm_eps, aux), embeds)
     answer = slice(len(ids) - 2, len(seq) - 2)
     truth = seq[2:][answer]
-    hits = [int((vocab[F.linear(out, rows).argmax(-1)][:-1][answer] == truth).sum()) for out in outputs]
-    return hits, len(truth)
+    hits = [int((vocab[logits.argmax(-1)][:-1][answer] == truth).sum()) for logits in (zoo, vllm)]
+    return hits, len(truth), float((zoo - vllm).abs().max())
 
 
 def main() -> None:
@@ -82,15 +62,15 @@ def main() -> None:
     head, vocab = load_eagle_head(model.config, drafter_dir(NAME))
     head, vocab = head.float(), vocab.long()
     export = load_file(str(export_draft(NAME) / "model.safetensors"))
-    print("first-draft agreement, teacher-forced: zoo head | vLLM eagle3 layout (export) | export with the zoo's "
-          "residual")
+    print("first-draft agreement, teacher-forced: zoo head | vLLM's eagle3 forward over the export | largest logit "
+          "difference")
     for kind, texts in heldout_prompts(args.per_kind).items():
-        total, positions = [0, 0, 0], 0
+        total, positions, gap = [0, 0], 0, 0.0
         for text in texts:
-            hits, n = agreement(model, head, vocab, export, chat_ids(tokenizer, text), args.new_tokens)
-            total, positions = [a + b for a, b in zip(total, hits)], positions + n
-        print(f"{kind:8s} " + " | ".join(f"{h / positions:.3f}" for h in total) + f"  ({positions} positions)",
-              flush=True)
+            hits, n, diff = agreement(model, head, vocab, export, chat_ids(tokenizer, text), args.new_tokens)
+            total, positions, gap = [a + b for a, b in zip(total, hits)], positions + n, max(gap, diff)
+        print(f"{kind:8s} " + " | ".join(f"{h / positions:.3f}" for h in total) + f" | {gap:.2e}  ({positions} "
+              "positions)", flush=True)
 
 
 if __name__ == "__main__":

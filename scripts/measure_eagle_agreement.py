@@ -38,7 +38,7 @@ def coverage(model, head: EagleHead, vocab: torch.Tensor, ids: list[int], new_to
     # row p = (feature p, token p + 1) -> the token at p + 2
     x = head.inputs(features[:-1], F.embedding(seq[1:], emb))[None]
     cos, sin = rope_tables(model.config, len(seq) - 1, features.dtype)
-    out = head.forward_sequences(x, cos[None], sin[None])[0]
+    out = head.norm(head.forward_sequences(x, cos[None], sin[None])[0])
     choices = vocab[F.linear(out, model.get_output_embeddings().weight[vocab]).topk(top, -1).indices]  # [T - 1, top]
     answer = slice(len(ids) - 2, len(seq) - 2)
     hit = choices[:-1][answer] == seq[2:][answer, None]

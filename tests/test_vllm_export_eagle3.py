@@ -1,46 +1,40 @@
-"""The EAGLE-3 head's export in vLLM's eagle3 layout (specdec/vllm/export_eagle3.py), on the lab target and a head
-built here: the tensor names vLLM's llama_eagle3.py loads, the draft-to-target id map, and the attention input's
-least-squares map, which is exact when the zoo layer's input is the fused feature alone."""
+"""The EAGLE-3 head's export in vLLM's eagle3 layout (specdec/vllm/export_eagle3.py), on the lab target's config and
+heads built here: the tensor names vLLM's llama_eagle3.py loads, the draft-to-target id map, the config, and that
+vLLM's forward over the exported tensors (written out from llama_eagle3.py) drafts exactly as the lab does."""
 from __future__ import annotations
 
-import pytest
 import torch
+import torch.nn.functional as F
 from transformers import AutoConfig
 
 from specdec.presets import BUNDLED_DIR
-from specdec.vllm.export_eagle3 import calibrate, eagle3_config, eagle3_tensors
-from specdec.zoo.heads import EagleHead
+from specdec.vllm.export_eagle3 import eagle3_config, eagle3_tensors, vllm_draft, vllm_fuse
+from specdec.zoo.heads import EagleHead, LayerCache
 
 TARGET = BUNDLED_DIR / "lab-target"
 LAYERS = (2, 4, 6)
 DRAFT_VOCAB = torch.tensor([0, 3, 7, 100, 4095], dtype=torch.int32)
 
 
-def zoo_head_tensors(passes_feature_only: bool) -> dict:
-    """A lab-target EAGLE-3 head's tensors as the zoo stores them; optionally fc([h; e]) = h exactly."""
+def concat_head() -> tuple[EagleHead, dict]:
+    """A lab-target EAGLE-3 head in vLLM's layer with random weights (its norms too) and its tensors as the zoo
+    stores them."""
     config = AutoConfig.from_pretrained(str(TARGET))
     torch.manual_seed(0)
-    head = EagleHead(config, feature_layers=LAYERS, intermediate_size=32)
-    head.init_identity(seed=1)
+    head = EagleHead(config, feature_layers=LAYERS, intermediate_size=32, input_layout="concat").eval()
     with torch.no_grad():
-        torch.nn.init.normal_(head.layers[0].input_layernorm.weight, 1.0, 0.2)
-        if passes_feature_only:
-            d = config.hidden_size
-            head.fc.weight.copy_(torch.cat([torch.eye(d), torch.zeros(d, d)], dim=1))
+        for name, weight in head.named_parameters():
+            if name.endswith("norm.weight"):
+                weight.uniform_(0.5, 1.5)
     own = {f"head.{k}": v.detach().clone() for k, v in head.state_dict().items()}
     own["draft_vocab"] = DRAFT_VOCAB
-    return own
-
-
-@pytest.fixture(scope="module")
-def exact_map():
-    return calibrate(TARGET, zoo_head_tensors(True), {"feature_layers": list(LAYERS), "intermediate_size": 32})
+    return head, own
 
 
 def test_the_export_has_the_tensors_vllms_eagle3_loader_reads():
-    own = zoo_head_tensors(False)
-    d = own["head.fc.weight"].shape[0]
-    tensors = eagle3_tensors(own, {"model.embed_tokens.weight": torch.randn(4096, d)}, torch.randn(d, 2 * d))
+    _, own = concat_head()
+    d = own["head.fuse.weight"].shape[0]
+    tensors = eagle3_tensors(own, {"model.embed_tokens.weight": torch.randn(4096, d)})
     layer = {f"midlayer.{n}.weight" for n in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
                                                "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj",
                                                "input_layernorm", "hidden_norm", "post_attention_layernorm")}
@@ -51,9 +45,9 @@ def test_the_export_has_the_tensors_vllms_eagle3_loader_reads():
 
 
 def test_d2t_maps_each_draft_id_to_its_target_id_and_lm_head_holds_those_rows():
-    own = zoo_head_tensors(False)
-    embedding = torch.randn(4096, own["head.fc.weight"].shape[0])
-    tensors = eagle3_tensors(own, {"model.embed_tokens.weight": embedding}, torch.zeros(len(embedding[0]), 2 * len(embedding[0])))
+    _, own = concat_head()
+    embedding = torch.randn(4096, own["head.fuse.weight"].shape[0])
+    tensors = eagle3_tensors(own, {"model.embed_tokens.weight": embedding})
     draft_ids = torch.arange(len(DRAFT_VOCAB))
     assert torch.equal(draft_ids + tensors["d2t"], DRAFT_VOCAB.long())
     assert torch.equal(tensors["lm_head.weight"], embedding[DRAFT_VOCAB.long()])
@@ -67,24 +61,24 @@ def test_the_config_names_the_eagle3_architecture_its_layers_and_draft_vocabular
     assert (config["draft_vocab_size"], config["intermediate_size"], config["fc_norm"]) == (5, 32, True)
 
 
-def test_calibration_recovers_the_map_when_the_zoo_layer_reads_the_fused_feature_alone(exact_map):
-    input_map, r2 = exact_map
-    d = input_map.shape[0]
-    assert r2 > 0.999
-    assert torch.allclose(input_map[:, d:], torch.eye(d), atol=2e-2) and input_map[:, :d].abs().max() < 2e-2
-
-
-def test_exported_attention_input_equals_the_zoo_layers_when_the_map_is_exact(exact_map):
-    """vLLM: q = W' [e / rms(e); h / rms(h)] (its norms' weights one); the zoo: q = W (g * x / rms(x)), x = h."""
-    own = zoo_head_tensors(True)
-    input_map, _ = exact_map
-    d = input_map.shape[0]
-    tensors = eagle3_tensors(own, {"model.embed_tokens.weight": torch.randn(4096, d)}, input_map)
-    e, h = torch.randn(5, d), torch.randn(5, d) * 3
-
-    def unit(x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
-
-    vllm_q = torch.cat([unit(e), unit(h)], dim=-1) @ tensors["midlayer.self_attn.q_proj.weight"].float().T
-    zoo_q = (own["head.layers.0.input_layernorm.weight"] * unit(h)) @ own["head.layers.0.self_attn.q_proj.weight"].T
-    assert torch.allclose(vllm_q, zoo_q, atol=0.05 * zoo_q.abs().max())
+def test_vllm_drafts_from_the_export_exactly_as_the_lab_drafts_with_the_head():
+    """Two draft steps: the target's true states (teacher-forced), then the head's own fed-back state; the lab's
+    drafting computation (EagleHead + LayerCache, as EagleDrafter runs it) against vLLM's forward over the export."""
+    head, own = concat_head()
+    config = head.config
+    embedding = torch.randn(4096, config.hidden_size) * 0.1
+    tensors = eagle3_tensors(own, {"model.embed_tokens.weight": embedding})
+    aux = torch.randn(6, 3 * config.hidden_size) * 4  # the target's states after the three layers
+    tokens = torch.tensor([5, 9, 11, 4000, 2, 7])  # row t: the token after position t
+    rows = embedding[DRAFT_VOCAB.long()]
+    with torch.no_grad():
+        cache = LayerCache(head.layers, config, 16, torch.float32)
+        out = cache.forward(head.inputs(head.fused(aux), embedding[tokens]))  # [6, d] before head.norm
+        lab_first = F.linear(head.norm(out), rows)
+        lab_second = F.linear(head.norm(cache.forward(head.inputs(out[-1:], embedding[[42]]))), rows)
+        fused = vllm_fuse(tensors, config.rms_norm_eps, aux)
+        vllm_first, prenorm = vllm_draft(tensors, config, fused, embedding[tokens])
+        fed_back = torch.cat([fused, prenorm[-1:]])  # vLLM feeds the prenorm state to its next draft step
+        vllm_second, _ = vllm_draft(tensors, config, fed_back, embedding[torch.cat([tokens, torch.tensor([42])])])
+    torch.testing.assert_close(vllm_first, lab_first, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(vllm_second[-1:], lab_second, rtol=1e-4, atol=1e-4)

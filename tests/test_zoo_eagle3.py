@@ -15,6 +15,7 @@ from distribution import exact_first_two, speculative_counts
 from specdec import DecodeSettings
 from specdec.decoding import Generation
 from specdec.tree import TreeShape
+from specdec.zoo.heads import EagleHead
 from stats import chi_square_p_value
 from test_zoo_heads import (CharTokenizer, P_VALUE_THRESHOLD, PROMPT, SAMPLES, VOCAB, loaded, next_logits,
                             random_eagle3, target_states, tiny_llama)
@@ -41,24 +42,26 @@ def tree_eagle3(target, shape=TreeShape(top=3, beam=2, nodes=6), **kwargs):
     return drafter
 
 
+@pytest.mark.parametrize("input_layout", EagleHead.INPUT_LAYOUTS)
 @pytest.mark.parametrize("backend", ["auto", "hf-eager"])
 @pytest.mark.parametrize("k", [1, 3, 5])
-def test_an_eagle3_tree_greedy_output_is_the_target_alone(backend, k):
+def test_an_eagle3_tree_greedy_output_is_the_target_alone(backend, k, input_layout):
     target = loaded(tiny_llama(64, seed=3))
     target.backend = backend
     settings = DecodeSettings(max_new_tokens=24, k=k)
     alone = Generation(target, None, [5, 9, 11], settings).result().token_ids
-    result = Generation(target, tree_eagle3(target, vocab=64, draft_vocab=torch.arange(0, 64, 2)), [5, 9, 11],
-                        settings).result()
+    drafter = tree_eagle3(target, vocab=64, draft_vocab=torch.arange(0, 64, 2), input_layout=input_layout)
+    result = Generation(target, drafter, [5, 9, 11], settings).result()
     assert result.token_ids == alone
     assert all(e.tree_nodes > 0 for e in result.events[:-1])
 
 
-def test_sampled_eagle3_tree_steps_follow_the_target_distribution():
+@pytest.mark.parametrize("input_layout", EagleHead.INPUT_LAYOUTS)
+def test_sampled_eagle3_tree_steps_follow_the_target_distribution(input_layout):
     target = loaded(tiny_llama(VOCAB))
     settings = DecodeSettings(temperature=0.7, top_k=4)
-    counts = speculative_counts(target, tree_eagle3(target, TreeShape(top=2, beam=2, nodes=5)), settings, SAMPLES,
-                                PROMPT, VOCAB)
+    drafter = tree_eagle3(target, TreeShape(top=2, beam=2, nodes=5), input_layout=input_layout)
+    counts = speculative_counts(target, drafter, settings, SAMPLES, PROMPT, VOCAB)
     expected = exact_first_two(next_logits(target), settings, PROMPT, VOCAB)
     assert counts[expected == 0].sum() == 0
     assert chi_square_p_value(counts, expected) >= P_VALUE_THRESHOLD

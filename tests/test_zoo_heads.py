@@ -63,11 +63,20 @@ def random_eagle(target, seed=2, vocab=VOCAB, draft_vocab=DRAFT_VOCAB):
     return EagleDrafter(target, vocab, head, draft_vocab, "tiny-eagle", "")
 
 
-def random_eagle3(target, seed=2, vocab=VOCAB, draft_vocab=DRAFT_VOCAB):
+def random_eagle3(target, seed=2, vocab=VOCAB, draft_vocab=DRAFT_VOCAB, input_layout="fc"):
     """An EAGLE-3 head over the fusion of the target's embeddings and its first layer's output (layers 0 and 1)."""
     torch.manual_seed(seed)
-    head = EagleHead(target.model.config, feature_layers=(0, 1), intermediate_size=16)
+    head = EagleHead(target.model.config, feature_layers=(0, 1), intermediate_size=16, input_layout=input_layout)
     return EagleDrafter(target, vocab, head, draft_vocab, "tiny-eagle3", "")
+
+
+def random_eagle3_concat(target, seed=2, vocab=VOCAB, draft_vocab=DRAFT_VOCAB):
+    """random_eagle3 in EAGLE-3's reference (vLLM's) layer: attention over [norm(embedding); norm(feature)]."""
+    drafter = random_eagle3(target, seed, vocab, draft_vocab, input_layout="concat")
+    with torch.no_grad():  # norms away from one, so that a weight read in the wrong place shows
+        for norm in (drafter.head.norm, drafter.head.layers[0].hidden_norm, drafter.head.layers[0].input_layernorm):
+            norm.weight.uniform_(0.5, 1.5)
+    return drafter
 
 
 def random_vocab_draft(target, seed=3, vocab=VOCAB, draft_vocab=DRAFT_VOCAB):
@@ -85,7 +94,8 @@ def random_vocab_draft(target, seed=3, vocab=VOCAB, draft_vocab=DRAFT_VOCAB):
     return drafter
 
 
-MAKERS, MAKER_IDS = [random_medusa, random_eagle, random_eagle3, random_vocab_draft], ["medusa", "eagle", "eagle3", "draft"]
+MAKERS = [random_medusa, random_eagle, random_eagle3, random_eagle3_concat, random_vocab_draft]
+MAKER_IDS = ["medusa", "eagle", "eagle3", "eagle3-concat", "draft"]
 
 
 def next_logits(target):
@@ -145,7 +155,8 @@ def target_states(model, ids: list[int], layers: tuple[int, ...]) -> torch.Tenso
     return states[-1][0] if not layers else torch.cat([states[layer][0] for layer in layers], dim=-1)
 
 
-@pytest.mark.parametrize("make", [random_eagle, random_eagle3], ids=["eagle", "eagle3"])
+@pytest.mark.parametrize("make", [random_eagle, random_eagle3, random_eagle3_concat],
+                         ids=["eagle", "eagle3", "eagle3-concat"])
 def test_eagle_runtime_chain_matches_the_training_forward(make):
     """Position by position, the drafter's first proposal equals the training-time prediction, both
     from scratch and with the head's cache reused across steps (observe, propose, rollback)."""
@@ -159,7 +170,7 @@ def test_eagle_runtime_chain_matches_the_training_forward(make):
         head = drafter.head
         x = head.inputs(head.fused(feats[:-1]), F.embedding(torch.tensor(ids[1:]), model.get_input_embeddings().weight))[None]
         cos, sin = rope_tables(model.config, n, torch.float32)
-        trained = F.linear(head.forward_sequences(x, cos[None, : n - 1], sin[None, : n - 1])[0],
+        trained = F.linear(head.norm(head.forward_sequences(x, cos[None, : n - 1], sin[None, : n - 1])[0]),
                            drafter.head_rows.weight).argmax(-1).tolist()
     ctx = ProposalContext(False, build_warpers(DecodeSettings()), None)
     fresh = []
@@ -274,8 +285,8 @@ def test_zoo_pipeline_trains_every_drafter_from_a_bfloat16_target_under_autocast
     assert all(torch.isfinite(p).all() for p in drafter.head.parameters())
 
 
-@pytest.mark.parametrize("n_layers", [1, 2])
-def test_eagle_training_time_test_matches_drafting_on_its_own_features(n_layers):
+@pytest.mark.parametrize("n_layers, input_layout", [(1, "fc"), (2, "fc"), (1, "concat")])
+def test_eagle_training_time_test_matches_drafting_on_its_own_features(n_layers, input_layout):
     """Depths 1 and 2 of the unrolled training forward (row p: the head's own predicted features of
     positions p + 1, p + 2 with tokens p + 2, p + 3, seeing true pairs 0..p) equal what the drafting
     cache computes, for a head of one or two decoder layers."""
@@ -283,7 +294,7 @@ def test_eagle_training_time_test_matches_drafting_on_its_own_features(n_layers)
 
     torch.manual_seed(7)
     model = tiny_llama(64, seed=8)
-    head = EagleHead(model.config, n_layers).eval()
+    head = EagleHead(model.config, n_layers, input_layout=input_layout).eval()
     emb = model.get_input_embeddings().weight
     ids = [3, 17, 8, 40, 2, 9, 9, 31, 5]
     n = len(ids)

@@ -1,6 +1,6 @@
 """The zoo's drafters as checkpoints vLLM loads: the draft model for `draft_model`, the EAGLE head for `eagle`
-(eagle_tensors) and the EAGLE-3 head for `eagle3` (export_eagle3.py). The heads' exports are approximate, each
-says where; the draft model's is exact:
+(eagle_tensors) and the EAGLE-3 head for `eagle3` (export_eagle3.py). The EAGLE head's export is approximate
+(eagle_tensors says where); the EAGLE-3 head's is weight for weight, and the draft model's is exact:
 
 `smollm2-135m-draft` is stored as its two own decoder layers only (assets/drafters/): at run time it shares the
 target's embedding and final norm and scores the target's head rows of a 12,288-token draft vocabulary. vLLM's
@@ -13,6 +13,8 @@ vocabulary falls outside the draft vocabulary.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -50,27 +52,49 @@ def export_draft(name: str, say: Say = print, out: Path | None = None) -> Path:
     """Writes (once) the zoo draft `name` as a LlamaForCausalLM folder: config, safetensors, tokenizer."""
     if name not in EXPORTABLE:
         raise VllmError(f"{name!r} cannot be exported for vLLM; exportable: {', '.join(EXPORTABLE)}")
+    from ..zoo.build import drafter_dir, load_tensors, read_meta
+
     out = Path(out or export_dir(name))
-    if (out / "model.safetensors").is_file() and (out / "config.json").is_file():
+    source = source_fingerprint(drafter_dir(name))
+    if export_is_current(out, source):
         return out
     from safetensors.torch import load_file, save_file
-
-    from ..zoo.build import drafter_dir, load_tensors, read_meta
 
     target_dir = Path(resolve_target(EXPORTABLE[name], say))
     say(f"Exporting {name} as a checkpoint for vLLM ({out})…")
     meta, own = read_meta(drafter_dir(name)), load_tensors(drafter_dir(name))
+    write = functools.partial(_write, source=source)
     if name == "smollm2-135m-eagle":
         tensors, layers = eagle_tensors(own), int(meta.get("layers", 1))
-        return _write(out, target_dir, tensors, layers, save_file, f"{name}: vLLM's EAGLE format (see eagle_tensors)")
+        return write(out, target_dir, tensors, layers, save_file, f"{name}: vLLM's EAGLE format (see eagle_tensors)")
     target = load_file(str(target_dir / "model.safetensors"))
     if name == "smollm2-135m-eagle3":
-        return _export_eagle3(out, target_dir, meta, own, target, save_file, say)
+        return _export_eagle3(out, target_dir, meta, own, target, functools.partial(write, save_file=save_file))
     tensors = {"model.embed_tokens.weight": target["model.embed_tokens.weight"],
                "model.norm.weight": target["model.norm.weight"]}
     tensors.update({f"model.{key}": value for key, value in own.items() if key.startswith("layers.")})
-    return _write(out, target_dir, tensors, int(meta["layers"]), save_file,
-                  f"{name}: 2 own layers + the target's embedding, norm and tied head")
+    return write(out, target_dir, tensors, int(meta["layers"]), save_file,
+                 f"{name}: 2 own layers + the target's embedding, norm and tied head")
+
+
+def source_fingerprint(folder: Path) -> str:
+    """What an export was made from: a digest of the zoo entry's weights and zoo.json (a new head, a new export)."""
+    digest = hashlib.sha256()
+    for file in ("zoo.json", "model.safetensors"):
+        path = Path(folder) / file
+        digest.update(path.read_bytes() if path.is_file() else b"")
+    return digest.hexdigest()[:16]
+
+
+def export_is_current(out: Path, source: str) -> bool:
+    """Whether out holds an export of exactly that source (a folder from other weights is made again)."""
+    config = Path(out) / "config.json"
+    if not (Path(out) / "model.safetensors").is_file() or not config.is_file():
+        return False
+    try:
+        return json.loads(config.read_text()).get("_specdec_source") == source
+    except ValueError:
+        return False
 
 
 def eagle_tensors(own: dict) -> dict:
@@ -89,14 +113,16 @@ def eagle_tensors(own: dict) -> dict:
     return tensors
 
 
-def _export_eagle3(out: Path, target_dir: Path, meta: dict, own: dict, target: dict, save_file, say: Say) -> Path:
-    from .export_eagle3 import calibrate, eagle3_config, eagle3_tensors
+def _export_eagle3(out: Path, target_dir: Path, meta: dict, own: dict, target: dict, write) -> Path:
+    """write(out, target_dir, tensors, layers, config=...): _write with the source and save_file bound."""
+    from .export_eagle3 import eagle3_config, eagle3_tensors
 
-    input_map, r2 = calibrate(target_dir, own, meta)
-    say(f"  the attention input's least-squares map keeps R^2 = {r2:.3f} of the zoo head's (export_eagle3.py)")
+    if meta.get("input_layout") != "concat":
+        raise VllmError("this EAGLE-3 head was trained in the zoo's fc layer, which vLLM's eagle3 cannot run; train it "
+                        "in vLLM's layer (profile eagle3-concat) to export it (docs/vllm.md, 'The EAGLE-3 head in vLLM')")
     config = eagle3_config(json.loads((target_dir / "config.json").read_text()), meta, len(own["draft_vocab"]))
-    config["_specdec_export"] = f"smollm2-135m-eagle3: vLLM's eagle3 layout, attention input mapped (R^2 {r2:.3f})"
-    return _write(out, target_dir, eagle3_tensors(own, target, input_map), 1, save_file, config=config)
+    config["_specdec_export"] = "smollm2-135m-eagle3: trained in vLLM's eagle3 layer, exported weight for weight"
+    return write(out, target_dir, eagle3_tensors(own, target), 1, config=config)
 
 
 def torch_cat(blocks):
@@ -106,10 +132,11 @@ def torch_cat(blocks):
 
 
 def _write(out: Path, target_dir: Path, tensors: dict, layers: int, save_file, note: str = "",
-           config: dict | None = None) -> Path:
+           config: dict | None = None, source: str = "") -> Path:
     if config is None:
         config = json.loads((target_dir / "config.json").read_text())
         config.update(num_hidden_layers=layers, tie_word_embeddings=True, _specdec_export=note)
+    config["_specdec_source"] = source  # export_is_current
     staging = out.with_name(out.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)

@@ -1,32 +1,24 @@
-"""The zoo's EAGLE-3 head (`smollm2-135m-eagle3`) in vLLM's eagle3 layout (vllm/model_executor/models/llama_eagle3.py).
+"""The zoo's EAGLE-3 head (`smollm2-135m-eagle3`) in vLLM's eagle3 layout (vllm/model_executor/models/llama_eagle3.py),
+weight for weight, and vLLM's forward over such a checkpoint written out in torch (to check the export by).
 
-What carries over exactly:
-- the fuse: vLLM's `fc` over the target's states after layers 2, 15 and 27 (its default aux layers for a 30-layer
-  Llama, the same convention: the residual stream after that many layers), each RMS-normalised first (`fc_norm`,
-  weights one: the zoo normalises without a weight);
-- the decoder layer's MLP, output projection and post-attention norm;
-- the head: the target's head rows of the 12,288-token draft vocabulary as vLLM's `lm_head`, `d2t` mapping them
-  back to target ids; vLLM's final `norm` (weight one) rescales a row's logits without moving its argmax, so
-  greedy drafts are the zoo head's.
+The head is trained in that layout (EagleHead's "concat" input, docs/zoo.md "EAGLE-3"), so every tensor has its
+place: the fuse is vLLM's `fc` over the target's states after layers 2, 15 and 27 (vLLM's default aux layers for a
+30-layer Llama, counted the same way: the residual stream after that many layers), each RMS-normalised first
+(`fc_norm`, weights one: the zoo normalises without a weight); the decoder layer goes under `midlayer.` (its q/k/v
+read [input_layernorm(embedding); hidden_norm(feature)], 2d wide, in vLLM's order); the head's `norm` is vLLM's
+final norm; `lm_head` holds the target's head rows of the 12,288-token draft vocabulary and `d2t` maps them back to
+target ids. The embedding is the target's (vLLM shares it when the checkpoint has none).
 
-What cannot: the zoo head attends over RMSNorm(fc([fused; 14 x embedding])), vLLM's over [RMSNorm(embedding);
-RMSNorm(fused)], two halves normalised apart. The exported q/k/v projections read vLLM's input through M, the
-least-squares map from [embedding / rms; fused / rms] to the zoo's normalised fc output on calibration tokens of
-the target (training prompts, never held-out ones). And the residuals differ: the zoo layer adds its attention and
-MLP to fc([fused; 14 x embedding]), which carries the next token, vLLM's to the fused feature alone; no weights
-make up for that, so the export drafts far worse than the head (docs/vllm.md, "The EAGLE-3 head in vLLM", measured
-by scripts/measure_eagle3_export.py). A head trained in vLLM's layout would export exactly.
+A head in the zoo's older "fc" layer (fc over [feature; 14 x embedding] as the layer's input and residual) has no
+such export: vLLM adds its attention to the fused feature alone, and no weights carry the token's residual there
+(measured when the zoo shipped one: vLLM's acceptance length 1.03 against the lab's 2.13, docs/vllm.md).
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
+import torch.nn.functional as F
 
-from ..zoo.heads import unit_rms
-
-CALIBRATION_PROMPTS = 48  # training prompts (zoo/prompts.py), ~10k tokens: 8x the map's 1,152 inputs per row
-RIDGE = 1e-6  # relative to the Gram matrix's mean diagonal: numerical safety only (N >> 2d)
+from ..zoo.heads import rope_tables
 
 
 def eagle3_config(target_config: dict, meta: dict, draft_vocab: int) -> dict:
@@ -40,64 +32,57 @@ def eagle3_config(target_config: dict, meta: dict, draft_vocab: int) -> dict:
     return config
 
 
-def eagle3_tensors(own: dict, target: dict, input_map: torch.Tensor) -> dict:
-    """own: the zoo head's tensors (head.*, draft_vocab); target: the target's (embedding, tied head);
-    input_map M [d, 2d]: [embedding / rms; fused / rms] -> the zoo layer's normalised input (calibrate())."""
-    d = own["head.fc.weight"].shape[0]
-    layers = len(own["head.fuse.weight"][0]) // d
+def eagle3_tensors(own: dict, target: dict) -> dict:
+    """own: the zoo head's tensors (head.*, draft_vocab); target: the target's (embedding, tied head)."""
+    d, fused_width = own["head.fuse.weight"].shape
+    tensors = {"fc.weight": own["head.fuse.weight"], "norm.weight": own["head.norm.weight"]}
+    tensors.update({f"fc_norm.{i}.weight": torch.ones(d) for i in range(fused_width // d)})
+    tensors.update({"midlayer." + key[len("head.layers.0."):]: value for key, value in own.items()
+                    if key.startswith("head.layers.0.")})
     draft_vocab = own["draft_vocab"].long()  # [Vd] target ids
-    layer = {key[len("head.layers.0."):]: value for key, value in own.items() if key.startswith("head.layers.0.")}
-    gain = layer["input_layernorm.weight"].float()  # the zoo layer's input norm weight [d]
-    tensors = {"fc.weight": own["head.fuse.weight"]}
-    tensors.update({f"fc_norm.{i}.weight": torch.ones(d) for i in range(layers)})
-    for name in ("q_proj", "k_proj", "v_proj"):  # W [out, d] . diag(gain) . M [d, 2d] -> [out, 2d]
-        tensors[f"midlayer.self_attn.{name}.weight"] = layer[f"self_attn.{name}.weight"].float() * gain @ input_map
-    tensors["midlayer.self_attn.o_proj.weight"] = layer["self_attn.o_proj.weight"]
-    for key in ("mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight", "post_attention_layernorm.weight"):
-        tensors[f"midlayer.{key}"] = layer[key]
-    tensors.update({"midlayer.input_layernorm.weight": torch.ones(d), "midlayer.hidden_norm.weight": torch.ones(d),
-                    "norm.weight": torch.ones(d)})
     head = target.get("lm_head.weight", target["model.embed_tokens.weight"])  # SmolLM2 ties its head
     tensors["lm_head.weight"] = head[draft_vocab]
     tensors["d2t"] = draft_vocab - torch.arange(len(draft_vocab))  # vLLM: target id = draft id + d2t[draft id]
-    dtype = own["head.fc.weight"].dtype
+    dtype = own["head.fuse.weight"].dtype
     return {key: (value if key == "d2t" else value.to(dtype)).contiguous() for key, value in tensors.items()}
 
 
-def calibrate(target_dir: Path, own: dict, meta: dict) -> tuple[torch.Tensor, float]:
-    """M [d, 2d], least squares (ridge) over the calibration tokens: row t of [e_t / rms; h_t / rms] @ M.T
-    ~ x_t / rms(x_t), x_t = the zoo fc([h_t; 14 e_t]), h_t the fused feature of position t and e_t the
-    embedding of token t + 1 (what the head reads at t); and the fit's R^2 on those tokens."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from ..zoo.build import eagle_head_from
-    from ..zoo.prompts import build_prompts
-
-    model = AutoModelForCausalLM.from_pretrained(str(target_dir), dtype=torch.float32).eval()
-    tokenizer = AutoTokenizer.from_pretrained(str(target_dir))
-    head = eagle_head_from(model.config, own, meta)  # as the lab drafts with it
-    eps = model.config.rms_norm_eps  # vLLM's RMSNorms use the config's eps too
-    inputs, outputs = [], []
-    with torch.no_grad():
-        for _, text in build_prompts("train", n=CALIBRATION_PROMPTS):
-            ids = _token_ids(tokenizer, text)
-            states = model(ids, output_hidden_states=True).hidden_states
-            fused = head.fused(torch.cat([states[i][0, :-1] for i in head.feature_layers], dim=-1))  # [T-1, d]
-            embeds = model.get_input_embeddings()(ids[0, 1:]).float()  # [T-1, d]
-            x = head.inputs(fused, embeds).float()
-            inputs.append(torch.cat([unit_rms(embeds, eps), unit_rms(fused, eps)], dim=-1))
-            outputs.append(unit_rms(x, eps))
-    a, b = torch.cat(inputs).double(), torch.cat(outputs).double()  # [N, 2d], [N, d]
-    gram = a.T @ a
-    gram += torch.eye(len(gram), dtype=gram.dtype) * RIDGE * gram.diagonal().mean()
-    input_map = torch.linalg.solve(gram, a.T @ b)  # [2d, d]
-    residual = (a @ input_map - b).pow(2).sum() / (b - b.mean(0)).pow(2).sum()
-    return input_map.T.float(), float(1 - residual)
+def vllm_fuse(tensors: dict, eps: float, aux: torch.Tensor) -> torch.Tensor:
+    """vLLM's combine_hidden_states: aux [T, m * d] (the target's states after the m layers) -> fc(cat(fc_norm_i(
+    chunk_i))) [T, d]."""
+    chunks = aux.float().chunk(sum(1 for key in tensors if key.startswith("fc_norm.")), dim=-1)
+    normed = [_rms(chunk, tensors[f"fc_norm.{i}.weight"], eps) for i, chunk in enumerate(chunks)]
+    return torch.cat(normed, dim=-1) @ tensors["fc.weight"].float().T
 
 
-def _token_ids(tokenizer, text: str, max_tokens: int = 512) -> torch.Tensor:
-    """[1, T] ids of a user turn in the chat template (as the head drafts), or of the text where there is none."""
-    from ..zoo.data import chat_ids
+def vllm_draft(tensors: dict, config, hidden: torch.Tensor, embeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """vLLM's eagle3 layer 0, final norm and lm_head over one sequence, causal, from positions 0: hidden [T, d] (a
+    fused feature or the state fed back from the row before), embeds [T, d] (row t: the token after position t)
+    -> (draft-vocabulary logits [T, Vd], the prenorm state [T, d] vLLM feeds to its next draft step)."""
+    w = {key: value.float() for key, value in tensors.items() if key != "d2t"}
+    eps, t = config.rms_norm_eps, len(embeds)
+    head_dim = config.hidden_size // config.num_attention_heads
+    x = torch.cat([_rms(embeds.float(), w["midlayer.input_layernorm.weight"], eps),
+                   _rms(hidden.float(), w["midlayer.hidden_norm.weight"], eps)], dim=-1)  # [T, 2d]
+    q, k, v = (F.linear(x, w[f"midlayer.self_attn.{n}_proj.weight"]).view(1, t, -1, head_dim).transpose(1, 2)
+               for n in ("q", "k", "v"))  # [1, heads, T, hd]
+    cos, sin = rope_tables(config, t, torch.float32)
+    q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
+    groups = q.shape[1] // k.shape[1]
+    out = F.scaled_dot_product_attention(q, k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1),
+                                         is_causal=True)
+    residual = hidden.float() + F.linear(out.transpose(1, 2).reshape(t, -1), w["midlayer.self_attn.o_proj.weight"])
+    h = _rms(residual, w["midlayer.post_attention_layernorm.weight"], eps)
+    gate, up = F.linear(h, w["midlayer.mlp.gate_proj.weight"]), F.linear(h, w["midlayer.mlp.up_proj.weight"])
+    prenorm = residual + F.linear(F.silu(gate) * up, w["midlayer.mlp.down_proj.weight"])
+    return F.linear(_rms(prenorm, w["norm.weight"], eps), w["lm_head.weight"]), prenorm
 
-    ids = chat_ids(tokenizer, text) if tokenizer.chat_template else tokenizer(text)["input_ids"]
-    return torch.tensor([ids[:max_tokens]])
+
+def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight.float()
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Llama's rotary embedding (neox style) of x [1, heads, T, hd] at positions 0..T-1 (cos, sin [T, hd])."""
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat([-x[..., half:], x[..., :half]], dim=-1) * sin

@@ -84,10 +84,11 @@ SPECS = (
     tree_spec(EAGLE_TREE_60, TreeShape(top=10, beam=10, nodes=60),
               "; built for a GPU, where scoring 61 tokens costs about what 1 does"),
     zoo_spec(EAGLE3, "eagle", "EAGLE-3",
-             "one decoder layer over [a fusion of the target's layers 2, 15 and 27; next-token embedding] (7.4 MB); "
-             "reads three of the target's layers; costs 1 layer + a 12k-token head per drafted token",
-             "[fc(h²_t ; h¹⁵_t ; h²⁷_t) ; embedding of x_t+1] ──▶ 1 decoder layer ──▶ ĥ_t+1 ──▶ target head rows ──▶ x̂, "
-             "then [ĥ ; x̂] ──▶ … (K times)",
+             "one decoder layer over [next-token embedding; a fusion of the target's layers 2, 15 and 27], the layer "
+             "vLLM's eagle3 runs (7.1 MB); reads three of the target's layers; costs 1 layer + a 12k-token head per "
+             "drafted token",
+             "[embedding of x_t+1 ; fc(h²_t ; h¹⁵_t ; h²⁷_t)] ──▶ 1 decoder layer ──▶ ĥ_t+1 ──▶ norm, target head rows "
+             "──▶ x̂, then [x̂ ; ĥ] ──▶ … (K times)",
              build_eagle),
     tree_spec(EAGLE3_TREE, TreeShape(top=3, beam=3, nodes=8), weights=EAGLE3, head="EAGLE-3"),
 )

@@ -172,7 +172,7 @@ def load_eagle_head(config, folder: Path) -> tuple[EagleHead, torch.Tensor]:
 def eagle_head_from(config, tensors: dict, meta: dict) -> EagleHead:
     """The head in a zoo entry's tensors ('head.*') and zoo.json `meta`, as load_eagle_head gives it."""
     head = EagleHead(config, meta.get("layers", 1), tuple(meta.get("feature_layers", ())),
-                     meta.get("intermediate_size"))
+                     meta.get("intermediate_size"), meta.get("input_layout", "fc"))
     head.load_state_dict(load_eagle_state(_prefixed(tensors, "head.")))
     return head.eval()
 

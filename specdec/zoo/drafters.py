@@ -208,15 +208,15 @@ class EagleDrafter(_FeatureDrafter):
         out = self._catch_up(seq)
         ids, rows = [], []
         for i in range(k):
-            feature = self.head.norm(out)  # predicted feature of position n - 1 + i
-            q, token = self.head_rows.rows(feature, context)
+            # out: predicted feature of position n - 1 + i, as the head feeds itself; the rows read it normed
+            q, token = self.head_rows.rows(self.head.norm(out), context)
             rows.append(q)
             ids.append(token[0])
             if context.unsure(q[0]):
                 break
             if i + 1 < k:
                 emb = F.embedding(torch.tensor([token[0]]), self.embedding)
-                out = self.cache.forward(self.head.inputs(feature, emb))
+                out = self.cache.forward(self.head.inputs(out, emb))
         return ids, torch.cat(rows)
 
     def propose(self, seq: list[int], k: int, context: ProposalContext) -> Proposal:
@@ -242,9 +242,9 @@ class EagleDrafter(_FeatureDrafter):
         shape, vocab = self.tree_shape, self.head_rows.ids
         root_out = self._catch_up(seq)  # [1, d]
         base = self.cache.length  # slots of true (feature, token) pairs; the tree's come after them
-        tree, level, features = GrowingTree(), [-1], self.head.norm(root_out)  # features: [len(level), d]
+        tree, level, features = GrowingTree(), [-1], root_out  # features: [len(level), d], before head.norm
         for d in range(1, depth + 1):
-            small = self.head_rows.logits(features).float()  # [len(level), Vd]
+            small = self.head_rows.logits(self.head.norm(features)).float()  # [len(level), Vd]
             if sampling is None:
                 children = tree.add_children(level, torch.log_softmax(small, dim=-1), vocab, shape.top)
             else:  # the budget left, shared evenly by the levels left (at least one node each while it lasts)
@@ -259,7 +259,7 @@ class EagleDrafter(_FeatureDrafter):
             x = self.head.inputs(torch.stack([features[tree.parent_row[i]] for i in level]),
                                  F.embedding(torch.tensor([tree.ids[i] for i in level]), self.embedding))
             # a node of depth d holds (feature of its parent, its token) at position len(seq) - 2 + d
-            features = self.head.norm(self.cache.forward(x, positions=[len(seq) - 2 + d] * len(level), mask=mask))
+            features = self.cache.forward(x, positions=[len(seq) - 2 + d] * len(level), mask=mask)
         self.cache.length = base  # forget the tree's slots: the next step catches up from true features
         return tree.proposal(shape.nodes if sampling is None else None, vocab, self.vocab_limit)
 

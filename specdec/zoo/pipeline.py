@@ -119,13 +119,20 @@ PROFILES["eagle3-more-data"] = replace(
 # An experiment (docs/zoo.md, "What bounds chat"): eagle3-more-data's recipe and amount of data (76 batches of
 # 48), with three quarters of the instructions chat, drawn from twice as many templates (prompts.MORE_CHAT_TEMPLATES).
 PROFILES["eagle3-chat"] = replace(PROFILES["eagle3-more-data"], name="eagle3-chat", prompt_mix="chat")
-# The shipped EAGLE-3 head's recipe (docs/zoo.md, "What bounds chat"): eagle3-chat's plan generated to its end (all
+# The EAGLE-3 head shipped until 2026-12-05 (docs/zoo.md, "What bounds chat"): eagle3-chat's plan generated to its end (all
 # 101 batches of 48, a third more data than eagle3-chat; its first 76 batches are eagle3-chat's, so hard-linking those
 # shards into this profile's work folder saves their 33 minutes) and 7 passes over it (as many steps as 9 passes over
 # eagle3-chat's data: 38.5 minutes on the AVX-512 EPYC).
 PROFILES["eagle3-chat-all"] = replace(
     PROFILES["eagle3-chat"], name="eagle3-chat-all", gen_batches=None,
     eagle3=replace(PROFILES["eagle3-chat"].eagle3, epochs=7, time_budget_s=60 * 60))
+# The shipped EAGLE-3 head's recipe: eagle3-chat-all's data and recipe with the head in EAGLE-3's reference layer,
+# vLLM's llama_eagle3 (EagleHead's "concat" input: attention over [norm(embedding); norm(feature)], the feature as the
+# residual), so that vLLM drafts with the very head the lab does; it also drafts more than the fc layer on every kind
+# (docs/zoo.md, "EAGLE-3 in vLLM's layer"). Reuse eagle3-chat-all's shards (hard links): 38.3 minutes of training.
+PROFILES["eagle3-concat"] = replace(
+    PROFILES["eagle3-chat-all"], name="eagle3-concat",
+    eagle3=replace(PROFILES["eagle3-chat-all"].eagle3, eagle_input="concat"))
 # seconds: the EAGLE-3 pipeline smoke test (tiny random target of 3 layers)
 PROFILES["tiny-eagle3"] = replace(
     PROFILES["tiny"], name="tiny-eagle3", feature_layers=(1, 2), drafters=(EAGLE3,),
@@ -232,6 +239,10 @@ def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, s
             meta.update(feature_layers=list(cfg.feature_layers), intermediate_size=cfg.eagle_intermediate,
                         init="identity, the fused feature starting as the highest layer's state through the target's "
                              "final norm (fc passes it; the layers' output projections zero)")
+        if cfg.eagle_input != "fc":
+            meta.update(input_layout=cfg.eagle_input,
+                        init="identity, the fused feature starting as the highest layer's state (the residual; the "
+                             "head's norm is the target's final norm; the layer's output projections zero)")
 
         def tensors_of(head):
             return {**{f"head.{k}": v for k, v in head.state_dict().items()}, "draft_vocab": vocab.int()}

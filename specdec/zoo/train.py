@@ -47,6 +47,7 @@ class TrainConfig:
     autocast: bool = False  # forward passes under bfloat16 autocast (float32 master weights and losses)
     feature_layers: tuple[int, ...] = ()  # eagle: fuse these layers' outputs (EAGLE-3); (): the final-norm feature
     eagle_intermediate: int | None = None  # eagle: the head layer's MLP width (None: the target's)
+    eagle_input: str = "fc"  # eagle: EagleHead's input_layout ("concat": EAGLE-3's reference layer, vLLM's)
     checkpoints: tuple[float, ...] = ()  # fractions of the planned steps at which a copy is saved (the curve)
 
 
@@ -255,7 +256,7 @@ def train_eagle(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainC
     """An EAGLE head (cfg.feature_layers: an EAGLE-3 head); checkpoint(head, record) at cfg.checkpoints."""
     torch.manual_seed(cfg.seed)
     config = target_model.config
-    head = EagleHead(config, cfg.eagle_layers, cfg.feature_layers, cfg.eagle_intermediate).float()
+    head = EagleHead(config, cfg.eagle_layers, cfg.feature_layers, cfg.eagle_intermediate, cfg.eagle_input).float()
     head.init_identity(cfg.seed, target_model.model.norm.weight.detach())
     head.float().train()
     w_full = _frozen_head(target_model, vocab)
@@ -281,7 +282,7 @@ def train_eagle(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainC
             tidx[:, : n - s] = b["tidx"][:, s:]
             tprob = torch.zeros_like(b["tprob"])
             tprob[:, : n - s] = b["tprob"][:, s:]
-            logits = F.linear(pred, w)
+            logits = F.linear(head.norm(pred), w)
             ce, agree, count = soft_ce(logits, tidx, tprob, tgt_valid)
             weight = 1.0 if depth == 0 else 0.8 ** depth
             total = total + weight * ce
