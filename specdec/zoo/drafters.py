@@ -1,6 +1,6 @@
 """Runtime drafters of the zoo: Medusa heads and the EAGLE-style head (both read the target's
 final-norm hidden states through Drafter.observe; an EAGLE-3 head reads several of its layers' outputs and
-fuses them as they arrive), and DraftVocabModelDrafter, the small draft model
+fuses them when it next drafts), and DraftVocabModelDrafter, the small draft model
 and the early exit (a LlamaForCausalLM that shares the target's tensors, build.py).
 
 q rows are over the target's vocabulary 0 .. vocab_limit - 1. All four score only their draft
@@ -109,7 +109,7 @@ class _FeatureDrafter(Drafter):
         self.target_model = target.model
         self.dtype = next(target.model.parameters()).dtype
         self.head_rows = _HeadRows(target.model, draft_vocab, vocab_limit, self.dtype)
-        self.features: list[torch.Tensor] = []  # one [d] row per observed position
+        self.features: list[torch.Tensor] = []  # one row per observed position: [d], or [m * d] (EAGLE-3's layers)
 
     def start(self, prompt_ids: list[int], max_length: int) -> None:
         self.features = []
@@ -170,11 +170,6 @@ class EagleDrafter(_FeatureDrafter):
         self.cache = None
         self.true_length = 0  # head-cache positions computed from true features
 
-    @torch.inference_mode()
-    def observe(self, hidden: torch.Tensor) -> None:
-        """Keeps one fused feature [d] per position (EagleHead.fused: the identity for a final-norm head)."""
-        super().observe(self.head.fused(hidden.to(self.dtype)))
-
     def start(self, prompt_ids: list[int], max_length: int) -> None:
         super().start(prompt_ids, max_length)
         tree_slots = self.tree_shape.beam * MAX_TREE_DEPTH if self.tree_shape is not None else 0
@@ -197,7 +192,9 @@ class EagleDrafter(_FeatureDrafter):
         self.cache.length = self.true_length
         new = range(self.true_length, n - 1)
         if len(new):
-            feats = torch.stack([self.features[p] for p in new])
+            # the target's states as observed, fused here in one call (EagleHead.fused; the identity for a final-norm
+            # head): steps with speculation off (auto) leave the head's work to the next draft
+            feats = self.head.fused(torch.stack([self.features[p] for p in new]))
             toks = torch.tensor([seq[p + 1] for p in new])
             self.last_out = self.cache.forward(self.head.inputs(feats, F.embedding(toks, self.embedding)))[-1:]
             self.true_length = n - 1
