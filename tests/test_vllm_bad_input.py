@@ -151,3 +151,17 @@ def test_cli_bad_vllm_arguments_exit_2_with_one_line(args, expected):
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], done.stderr
+
+
+def test_a_request_the_server_aborts_while_stopping_is_a_stream_that_ended_early(fake_server):
+    """A vLLM server shutting down ends a running request with finish reason "abort" and usage but no per-step
+    record: the client says the stream ended before the completion did, not that the server lacks the record."""
+    url, routes = fake_server
+    routes["/v1/models"] = (200, json.dumps({"data": [{"id": "m", "max_model_len": 1024}]}).encode(), {})
+    events = [{"choices": [{"token_ids": [5, 6], "text": "ab", "finish_reason": None}]},
+              {"choices": [{"token_ids": [], "text": "", "finish_reason": "abort"}]},
+              {"choices": [], "usage": {"completion_tokens": 2}}]
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+    routes["/v1/completions"] = (200, body.encode(), {"Content-Type": "text/event-stream"})
+    with pytest.raises(VllmError, match="ended before the completion did .*aborted the request after 2 tokens"):
+        VllmClient(url).complete([1, 2, 3], 40)

@@ -24,6 +24,7 @@ from ..errors import SpecDecError
 
 CONNECT_TIMEOUT_S = 5.0  # /health, /v1/models, /metrics: a server that is up answers at once
 READ_TIMEOUT_S = 120.0  # between two streamed chunks: a live CPU server sends one per engine step
+ABORTED = ("abort", "error")  # vLLM's finish reasons for a request it did not complete
 
 
 class VllmError(SpecDecError):
@@ -203,6 +204,9 @@ class VllmClient:
         if done.usage is None:
             raise VllmError(f"the stream from {self.url} ended before the completion did (the server stopped or "
                             f"crashed after {len(done.token_ids)} tokens)")
+        if done.finish_reason in ABORTED:  # a server shutting down ends its requests so, with no per-step record
+            raise VllmError(f"the stream from {self.url} ended before the completion did (the server aborted the "
+                            f"request after {len(done.token_ids)} tokens: it was stopped or crashed)")
         return done
 
     def complete(self, prompt_ids: list[int], max_tokens: int, **kwargs) -> Completion:
