@@ -13,7 +13,6 @@ vocabulary falls outside the draft vocabulary.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import shutil
@@ -63,18 +62,19 @@ def export_draft(name: str, say: Say = print, out: Path | None = None) -> Path:
     target_dir = Path(resolve_target(EXPORTABLE[name], say))
     say(f"Exporting {name} as a checkpoint for vLLM ({out})…")
     meta, own = read_meta(drafter_dir(name)), load_tensors(drafter_dir(name))
-    write = functools.partial(_write, source=source)
+    config, target_file = None, str(target_dir / "model.safetensors")
     if name == "smollm2-135m-eagle":
-        tensors, layers = eagle_tensors(own), int(meta.get("layers", 1))
-        return write(out, target_dir, tensors, layers, save_file, f"{name}: vLLM's EAGLE format (see eagle_tensors)")
-    target = load_file(str(target_dir / "model.safetensors"))
-    if name == "smollm2-135m-eagle3":
-        return _export_eagle3(out, target_dir, meta, own, target, functools.partial(write, save_file=save_file))
-    tensors = {"model.embed_tokens.weight": target["model.embed_tokens.weight"],
-               "model.norm.weight": target["model.norm.weight"]}
-    tensors.update({f"model.{key}": value for key, value in own.items() if key.startswith("layers.")})
-    return write(out, target_dir, tensors, int(meta["layers"]), save_file,
-                 f"{name}: 2 own layers + the target's embedding, norm and tied head")
+        tensors, layers, note = eagle_tensors(own), int(meta.get("layers", 1)), \
+            f"{name}: vLLM's EAGLE format (see eagle_tensors)"
+    elif name == "smollm2-135m-eagle3":
+        (tensors, config), layers, note = _eagle3_export(target_dir, meta, own, load_file(target_file)), 1, ""
+    else:
+        target = load_file(target_file)
+        tensors = {"model.embed_tokens.weight": target["model.embed_tokens.weight"],
+                   "model.norm.weight": target["model.norm.weight"]}
+        tensors.update({f"model.{key}": value for key, value in own.items() if key.startswith("layers.")})
+        layers, note = int(meta["layers"]), f"{name}: 2 own layers + the target's embedding, norm and tied head"
+    return _write(out, target_dir, tensors, layers, save_file, note, config, source)
 
 
 def source_fingerprint(folder: Path) -> str:
@@ -113,8 +113,8 @@ def eagle_tensors(own: dict) -> dict:
     return tensors
 
 
-def _export_eagle3(out: Path, target_dir: Path, meta: dict, own: dict, target: dict, write) -> Path:
-    """write(out, target_dir, tensors, layers, config=...): _write with the source and save_file bound."""
+def _eagle3_export(target_dir: Path, meta: dict, own: dict, target: dict) -> tuple[dict, dict]:
+    """(tensors, config) of the EAGLE-3 head in vLLM's eagle3 layout; a head of the zoo's fc layer is refused."""
     from .export_eagle3 import eagle3_config, eagle3_tensors
 
     if meta.get("input_layout") != "concat":
@@ -122,7 +122,7 @@ def _export_eagle3(out: Path, target_dir: Path, meta: dict, own: dict, target: d
                         "in vLLM's layer (profile eagle3-concat) to export it (docs/vllm.md, 'The EAGLE-3 head in vLLM')")
     config = eagle3_config(json.loads((target_dir / "config.json").read_text()), meta, len(own["draft_vocab"]))
     config["_specdec_export"] = "smollm2-135m-eagle3: trained in vLLM's eagle3 layer, exported weight for weight"
-    return write(out, target_dir, eagle3_tensors(own, target), 1, config=config)
+    return eagle3_tensors(own, target), config
 
 
 def torch_cat(blocks):

@@ -153,7 +153,6 @@ class EagleHead(nn.Module):
         self.config = config
         self.feature_layers = tuple(feature_layers)
         self.intermediate_size = intermediate_size
-        self.input_layout = input_layout
         layer_config = config
         if intermediate_size is not None:
             layer_config = copy.copy(config)
