@@ -46,6 +46,7 @@ class ZooProfile:
     eagle3: TrainConfig | None = None  # the EAGLE-3 head's recipe (needs feature_layers in the data)
     drafters: tuple[str, ...] = NAMES  # what --stage train trains without --only
     prompt_mix: str = "default"  # prompts.build_prompts' mix of instruction kinds
+    asked_prompts: int = 0  # instructions the target writes itself (asked.py), answered into work/asked-shards too
 
 
 PROFILES = {
@@ -133,6 +134,12 @@ PROFILES["eagle3-chat-all"] = replace(
 PROFILES["eagle3-concat"] = replace(
     PROFILES["eagle3-chat-all"], name="eagle3-concat",
     eagle3=replace(PROFILES["eagle3-chat-all"].eagle3, eagle_input="concat"))
+# An experiment (docs/zoo.md, "Instructions the target asks itself"): eagle3-concat's data plus answers to 1,920
+# instructions the target wrote itself (asked.py: more kinds of asking, more topics), trained 5 passes, as many steps as
+# eagle3-concat's 7 (equal compute). Reuse eagle3-chat-all's shards (hard links into <work>/shards).
+PROFILES["eagle3-asked"] = replace(
+    PROFILES["eagle3-concat"], name="eagle3-asked", asked_prompts=1920,
+    eagle3=replace(PROFILES["eagle3-concat"].eagle3, epochs=5))
 # seconds: the EAGLE-3 pipeline smoke test (tiny random target of 3 layers)
 PROFILES["tiny-eagle3"] = replace(
     PROFILES["tiny"], name="tiny-eagle3", feature_layers=(1, 2), drafters=(EAGLE3,),
@@ -168,6 +175,7 @@ def load_target_for_training(dtype: str = "float32"):
 def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, seed: int = 0, command: str = "",
               stage: str = "all", prompts=None, only: tuple[str, ...] | None = None, log=print) -> dict:
     from .build import save_tensors
+    from .asked import asked_prompts
     from .data import generate_with_features, load_shards, system_prefix_length
     from .prompts import build_prompts
 
@@ -184,6 +192,12 @@ def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, s
                                      batch_size=profile.gen_batch, max_new_tokens=profile.max_new_tokens, seed=seed,
                                      time_budget_s=profile.gen_time_budget_s, max_batches=profile.gen_batches,
                                      feature_layers=profile.feature_layers, log=log)
+        if profile.asked_prompts:
+            asked = asked_prompts(model, tokenizer, work, profile.asked_prompts, seed=seed, log=log)
+            gen["asked"] = generate_with_features(
+                model, tokenizer, asked, work / "asked-shards", exit_layer=profile.exit_layer,
+                batch_size=profile.gen_batch, max_new_tokens=profile.max_new_tokens, seed=seed,
+                time_budget_s=profile.gen_time_budget_s, feature_layers=profile.feature_layers, log=log)
         gen["wall_s"] = time.time() - t0  # this call only (a resumed run adds to earlier ones)
         (work / "data.json").write_text(json.dumps(gen, indent=1))
         summary["data"] = gen
@@ -191,6 +205,8 @@ def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, s
             return summary
     order = json.loads((shards / "order.json").read_text())["order"]
     records = load_shards(shards, order[: profile.gen_batches] if profile.gen_batches else None)
+    if profile.asked_prompts:
+        records += load_shards(work / "asked-shards")
     skip = system_prefix_length(tokenizer)
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
     vocab = draft_vocabulary(records, profile.draft_vocab, skip, eos, model.config.vocab_size)
@@ -198,11 +214,13 @@ def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, s
         "source": "self-distillation: the target's own answers (half greedy, half T=0.7) to templated training "
                   "instructions (chat prose, code, rewriting; prompts.py), built offline from topic lists and the "
                   "CPython standard library's source and docs (PSF License 2.0); held-out topics, tasks and "
-                  "passages are never used",
+                  "passages are never used" + ("; and to instructions the target wrote itself (asked.py), none "
+                                               "naming a held-out topic or using a held-out template's wording"
+                                               if profile.asked_prompts else ""),
         "sequences": len(records),
         "tokens": sum(len(r["ids"]) for r in records),
         "answer_tokens": sum(len(r["ids"]) - prompt_length(r, tokenizer) for r in records),
-        "by_kind": {k: sum(1 for r in records if r["kind"] == k) for k in ("chat", "code", "rewrite")},
+        "by_kind": {k: sum(1 for r in records if r["kind"] == k) for k in sorted({r["kind"] for r in records})},
         "by_mode": {k: sum(1 for r in records if r["mode"] == k) for k in ("greedy", "T0.7")},
         "draft_vocab": len(vocab),
         "draft_vocab_top1_coverage": vocab_coverage(records, vocab, skip),
