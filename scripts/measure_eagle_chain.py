@@ -13,10 +13,13 @@ deterministic, so two heads compare exactly, without timing noise; how that turn
 Sweep's measurement (scripts/measure_sweep.py). `--split trained` measures on instructions a profile's heads
 trained on instead (--profile's greedy batches, evenly spaced through its data; bf16: the shipped heads'): the gap
 between the two splits is how much of a head's acceptance is memory of its data rather than generalisation.
+`--split asked` measures on instructions the target writes itself (specdec/zoo/asked.py) with seed 1, kind "asked":
+profile eagle3-asked trained on seed 0's, and any of those (read from its work folder when present) are left out.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -27,6 +30,7 @@ import specdec  # noqa: E402,F401 (first: its process-wide set-up, specdec/proce
 from specdec import DecodeSettings, generate  # noqa: E402
 from specdec.loading import load_model  # noqa: E402
 from specdec.tree import TreeShape  # noqa: E402
+from specdec.zoo.asked import write_instructions  # noqa: E402
 from specdec.zoo.build import build_eagle, drafter_dir  # noqa: E402
 from specdec.zoo.data import chat_ids, trained_greedy_prompts  # noqa: E402
 from specdec.zoo.pipeline import PROFILES  # noqa: E402
@@ -41,6 +45,14 @@ def trained_prompts(target, per_kind: int, profile_name: str) -> dict[str, list[
     return {kind: texts[::max(1, len(texts) // per_kind)][:per_kind] for kind, texts in trained.items()}
 
 
+def asked_held_out(target, count: int) -> dict[str, list[str]]:
+    """``count`` instructions the target writes with seed 1 that eagle3-asked's data (seed 0) does not hold."""
+    trained_file = Path.home() / ".cache" / "specdec" / "zoo-work" / "eagle3-asked" / "asked.json"
+    trained = set(json.loads(trained_file.read_text())["instructions"]) if trained_file.exists() else set()
+    texts = write_instructions(target.model, target.tokenizer, count + 16, seed=1, log=lambda s: None)
+    return {"asked": [t for t in texts if t not in trained][:count]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folders", nargs="*", default=[str(drafter_dir("smollm2-135m-eagle"))])
@@ -49,13 +61,15 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--kinds", default="chat,code,rewrite")
     parser.add_argument("--trees", default="", help='(top, beam, nodes) triples, e.g. "(3,3,8)": tree drafts too')
-    parser.add_argument("--split", choices=("heldout", "trained"), default="heldout")
+    parser.add_argument("--split", choices=("heldout", "trained", "asked"), default="heldout")
     parser.add_argument("--profile", default="bf16", choices=sorted(PROFILES), help="whose data --split trained reads")
     args = parser.parse_args()
     target = load_model("smollm2-135m-instruct", dtype="float32")
     kinds = args.kinds.split(",")
     if args.split == "heldout":
         texts_by_kind = heldout_prompts(args.per_kind)
+    elif args.split == "asked":
+        texts_by_kind, kinds = asked_held_out(target, args.per_kind), ["asked"]
     else:
         texts_by_kind = trained_prompts(target, args.per_kind, args.profile)
     prompts = {kind: [chat_ids(target.tokenizer, text) for text in texts]

@@ -107,3 +107,11 @@ def test_a_profile_with_asked_instructions_trains_on_their_answers_too(tmp_path)
     data = summary["drafters"][EAGLE3]["data"]
     assert data["by_kind"] == {"asked": 3, "chat": 1, "code": 1, "rewrite": 1}
     assert "wrote itself" in data["source"]
+
+
+def test_a_model_card_counts_the_batches_of_asked_instructions():
+    from specdec.zoo.cards import _generation
+
+    line = _generation({"generation": {"batches": 101, "batch_size": 48, "wall_s": 600,
+                                       "asked": {"batches": 40, "batch_size": 48}}})
+    assert line.startswith("101 batches of 48 prompts and 40 of instructions the target wrote itself in 10 min")

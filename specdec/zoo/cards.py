@@ -87,8 +87,10 @@ def _generation(data: dict) -> str:
     g = data.get("generation") or {}
     if not g:
         return "not recorded"
-    return (f"{g.get('batches', '?')} batches of {g.get('batch_size', '?')} prompts in {g.get('wall_s', 0) / 60:.0f} min"
-            + (f" ({g['note']})" if g.get("note") else ""))
+    asked = g.get("asked")
+    return (f"{g.get('batches', '?')} batches of {g.get('batch_size', '?')} prompts"
+            + (f" and {asked['batches']} of instructions the target wrote itself" if asked else "")
+            + f" in {g.get('wall_s', 0) / 60:.0f} min" + (f" ({g['note']})" if g.get("note") else ""))
 
 
 def card_text(name: str, meta: dict, m: dict) -> str:

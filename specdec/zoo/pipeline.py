@@ -127,16 +127,17 @@ PROFILES["eagle3-chat"] = replace(PROFILES["eagle3-more-data"], name="eagle3-cha
 PROFILES["eagle3-chat-all"] = replace(
     PROFILES["eagle3-chat"], name="eagle3-chat-all", gen_batches=None,
     eagle3=replace(PROFILES["eagle3-chat"].eagle3, epochs=7, time_budget_s=60 * 60))
-# The shipped EAGLE-3 head's recipe: eagle3-chat-all's data and recipe with the head in EAGLE-3's reference layer,
+# The EAGLE-3 head shipped until 2026-12-05 05:30 UTC: eagle3-chat-all's data and recipe with the head in EAGLE-3's reference layer,
 # vLLM's llama_eagle3 (EagleHead's "concat" input: attention over [norm(embedding); norm(feature)], the feature as the
 # residual), so that vLLM drafts with the very head the lab does; it also drafts more than the fc layer on every kind
 # (docs/zoo.md, "EAGLE-3 in vLLM's layer"). Reuse eagle3-chat-all's shards (hard links): 38.3 minutes of training.
 PROFILES["eagle3-concat"] = replace(
     PROFILES["eagle3-chat-all"], name="eagle3-concat",
     eagle3=replace(PROFILES["eagle3-chat-all"].eagle3, eagle_input="concat"))
-# An experiment (docs/zoo.md, "Instructions the target asks itself"): eagle3-concat's data plus answers to 1,920
-# instructions the target wrote itself (asked.py: more kinds of asking, more topics), trained 5 passes, as many steps as
-# eagle3-concat's 7 (equal compute). Reuse eagle3-chat-all's shards (hard links into <work>/shards).
+# The shipped EAGLE-3 head's recipe (docs/zoo.md, "Instructions the target asks itself"): eagle3-concat's data plus
+# answers to 1,920 instructions the target wrote itself (asked.py: more kinds of asking, more topics), 5 passes, as many
+# steps as eagle3-concat's 7 (equal compute). Reuse eagle3-chat-all's shards (hard links into <work>/shards): 28 minutes
+# to write and answer the new instructions, 36.8 of training on the AVX-512 EPYC.
 PROFILES["eagle3-asked"] = replace(
     PROFILES["eagle3-concat"], name="eagle3-asked", asked_prompts=1920,
     eagle3=replace(PROFILES["eagle3-concat"].eagle3, epochs=5))
