@@ -33,7 +33,7 @@ from specdec.tree import TreeShape  # noqa: E402
 from specdec.zoo.asked import write_instructions  # noqa: E402
 from specdec.zoo.build import build_eagle, drafter_dir  # noqa: E402
 from specdec.zoo.data import chat_ids, trained_greedy_prompts  # noqa: E402
-from specdec.zoo.pipeline import PROFILES  # noqa: E402
+from specdec.zoo.pipeline import PROFILES, default_work  # noqa: E402
 from specdec.zoo.prompts import build_prompts, heldout_prompts  # noqa: E402
 
 
@@ -47,7 +47,7 @@ def trained_prompts(target, per_kind: int, profile_name: str) -> dict[str, list[
 
 def asked_held_out(target, count: int) -> dict[str, list[str]]:
     """``count`` instructions the target writes with seed 1 that eagle3-asked's data (seed 0) does not hold."""
-    trained_file = Path.home() / ".cache" / "specdec" / "zoo-work" / "eagle3-asked" / "asked.json"
+    trained_file = default_work("eagle3-asked") / "asked.json"
     trained = set(json.loads(trained_file.read_text())["instructions"]) if trained_file.exists() else set()
     texts = write_instructions(target.model, target.tokenizer, count + 16, seed=1, log=lambda s: None)
     return {"asked": [t for t in texts if t not in trained][:count]}

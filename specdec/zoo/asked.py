@@ -98,11 +98,11 @@ def write_instructions(model, tokenizer, n: int, *, seed: int = 0, batch_size: i
 def asked_prompts(model, tokenizer, work: Path, n: int, *, seed: int = 0, log=print) -> list[tuple[str, str]]:
     """The profile's ``n`` asked instructions as (kind "asked", text), written once and kept in work/asked.json."""
     path = Path(work) / "asked.json"
-    if path.exists():
-        saved = json.loads(path.read_text())
-        if saved["n"] == n and saved["seed"] == seed:
-            return [("asked", text) for text in saved["instructions"]]
-    texts = write_instructions(model, tokenizer, n, seed=seed, log=log)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"n": n, "seed": seed, "instructions": texts}, indent=1))
+    saved = json.loads(path.read_text()) if path.exists() else {}
+    if (saved.get("n"), saved.get("seed")) == (n, seed):
+        texts = saved["instructions"]
+    else:
+        texts = write_instructions(model, tokenizer, n, seed=seed, log=log)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"n": n, "seed": seed, "instructions": texts}, indent=1))
     return [("asked", text) for text in texts]

@@ -73,12 +73,11 @@ def profile_of(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> None:
     from .build import ASSETS
-    from .pipeline import build_zoo, load_target_for_training
+    from .pipeline import build_zoo, default_work, load_target_for_training
 
     torch.set_num_threads(args.threads)
     out = Path(args.out) if args.out else ASSETS
-    # one work folder per profile: shards are named by batch index, and batch sizes differ
-    work = Path(args.work) if args.work else Path.home() / ".cache" / "specdec" / "zoo-work" / args.profile
+    work = Path(args.work) if args.work else default_work(args.profile)
     log = lambda s: print(s, flush=True)  # noqa: E731
     if args.stage != "cards":
         profile = profile_of(args)

@@ -10,6 +10,7 @@ Stages (each can be run alone with --stage; data shards are reused when present)
 """
 from __future__ import annotations
 
+import functools
 import json
 import platform
 import time
@@ -173,10 +174,16 @@ def load_target_for_training(dtype: str = "float32"):
     return model, tokenizer, str(folder)
 
 
+def default_work(profile_name: str) -> Path:
+    """A profile's own work folder (data shards, logs, checkpoints): shards are named by batch index, and batch sizes
+    differ between profiles."""
+    return Path.home() / ".cache" / "specdec" / "zoo-work" / profile_name
+
+
 def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, seed: int = 0, command: str = "",
               stage: str = "all", prompts=None, only: tuple[str, ...] | None = None, log=print) -> dict:
-    from .build import save_tensors
     from .asked import asked_prompts
+    from .build import save_tensors
     from .data import generate_with_features, load_shards, system_prefix_length
     from .prompts import build_prompts
 
@@ -189,16 +196,14 @@ def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, s
         prompts = prompts if prompts is not None else build_prompts("train", profile.prompts, seed=seed,
                                                                        mix=profile.prompt_mix)
         t0 = time.time()
-        gen = generate_with_features(model, tokenizer, prompts, shards, exit_layer=profile.exit_layer,
-                                     batch_size=profile.gen_batch, max_new_tokens=profile.max_new_tokens, seed=seed,
-                                     time_budget_s=profile.gen_time_budget_s, max_batches=profile.gen_batches,
-                                     feature_layers=profile.feature_layers, log=log)
+        answer = functools.partial(  # the profile's way of answering instructions, whoever wrote them
+            generate_with_features, model, tokenizer, exit_layer=profile.exit_layer, batch_size=profile.gen_batch,
+            max_new_tokens=profile.max_new_tokens, seed=seed, time_budget_s=profile.gen_time_budget_s,
+            feature_layers=profile.feature_layers, log=log)
+        gen = answer(prompts, shards, max_batches=profile.gen_batches)
         if profile.asked_prompts:
-            asked = asked_prompts(model, tokenizer, work, profile.asked_prompts, seed=seed, log=log)
-            gen["asked"] = generate_with_features(
-                model, tokenizer, asked, work / "asked-shards", exit_layer=profile.exit_layer,
-                batch_size=profile.gen_batch, max_new_tokens=profile.max_new_tokens, seed=seed,
-                time_budget_s=profile.gen_time_budget_s, feature_layers=profile.feature_layers, log=log)
+            gen["asked"] = answer(asked_prompts(model, tokenizer, work, profile.asked_prompts, seed=seed, log=log),
+                                  work / "asked-shards")
         gen["wall_s"] = time.time() - t0  # this call only (a resumed run adds to earlier ones)
         (work / "data.json").write_text(json.dumps(gen, indent=1))
         summary["data"] = gen
