@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -61,13 +62,15 @@ def main() -> int:
     parser.add_argument("--lab-draft", default="smollm2-135m-draft", help="the lab's zoo drafter to compare "
                         "(smollm2-135m-draft, or smollm2-135m-eagle against a vLLM eagle server)")
     parser.add_argument("--target-only", action="store_true", help="only the target-only tokens/s comparison")
+    parser.add_argument("--settle", type=float, default=1.5, help="seconds of quiet before each timed run of the "
+                        "target-only comparison (0: back to back)")
     args = parser.parse_args()
 
     base = vllm_engine.connect(args.baseline_url, speculative=False, record_for=record_for)
     target = specdec.load_model("smollm2-135m-instruct", dtype=args.dtype)
     settings = DecodeSettings(max_new_tokens=args.tokens, k=args.k, temperature=0.0)
     if args.target_only:
-        print(json.dumps(target_only(target, base, heldout_prompts(per_kind=1)["chat"][0], settings), indent=1))
+        print(json.dumps(target_only(target, base, heldout_prompts(per_kind=1)["chat"][0], settings, args.settle), indent=1))
         return 0
     lead = vllm_engine.connect(args.draft_url, speculative=True, record_for=record_for)
     drafters = {"lab (zoo drafter)": specdec.load_drafter(args.lab_draft, target)}
@@ -90,26 +93,31 @@ def main() -> int:
                      "per_prompt": [(r_["kind"], round(r_["mean_acceptance_length"] or 0, 2)) for r_ in r]}
               for name, r in rows.items()}
     report["same_tokens_lab_vs_vllm"] = same_text
-    report["target_only"] = target_only(target, base, heldout_prompts(per_kind=1)["chat"][0], settings)
+    report["target_only"] = target_only(target, base, heldout_prompts(per_kind=1)["chat"][0], settings, args.settle)
     print(json.dumps(report, indent=1))
     return 0
 
 
-def target_only(target, base, prompt, settings) -> dict:
-    """Lab target-only vs vLLM's baseline server, batch 1, interleaved pairs over the same tokens."""
+def target_only(target, base, prompt, settings, settle_s: float) -> dict:
+    """Lab target-only vs vLLM's baseline server, batch 1, interleaved pairs over the same tokens; each run starts
+    settle_s after the previous one ended (vLLM's CPU worker keeps one core busy for ~1 s after a request:
+    docs/vllm.md, "Target-only tokens/s")."""
     ids = specdec.encode_prompt(target, prompt, chat=True)
 
     def lab_run() -> Timing:
+        time.sleep(settle_s)  # not timed: the machine quiet again (vLLM's worker spins on after its request)
         result = specdec.Generation(target, None, ids, settings, ignore_eos=True).result()
         return Timing(result.metrics.new_tokens, result.metrics.wall_time_s)
 
     def vllm_run(tokens: int) -> Timing:
+        time.sleep(settle_s)
         done = base.client.complete(ids, tokens, exact_tokens=True)
         return Timing(len(done.token_ids), done.wall_s)
 
     for est in measure(lab_run, vllm_run, PAIRS):
         pass
-    return {"lab_path": f"{target.dtype}", "lab_tokens_per_s": est.lead_tokens_per_s, "vllm_tokens_per_s": est.follow_tokens_per_s,
+    return {"lab_path": target.tuned.label if target.tuned else f"{target.dtype}", "lab_runner": target.runner_kind,
+            "settle_s": settle_s, "lab_tokens_per_s": est.lead_tokens_per_s, "vllm_tokens_per_s": est.follow_tokens_per_s,
             "ratio": est.describe(), "verdict": est.verdict, "tokens": est.new_tokens}
 
 

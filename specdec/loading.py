@@ -25,6 +25,8 @@ from .errors import InvalidSettingsError, LocalPathsDisabledError, ModelLoadErro
 from .memory import check_load_fits, check_run_fits, default_budget
 from .model_cache import ModelCache
 from .model_checks import check_causal_lm, check_loading_info, explain_load_failure
+from . import lab_kernel_runner
+from .lab_kernel_runner import KIND as LAB_KIND, LabKernelRunner
 from .static_runner import StaticLlamaRunner, attention_dtype, supports_static
 from .threads import set_model_threads
 
@@ -43,6 +45,7 @@ class LoadedModel:
     load_time_s: float = 0.0
     backend: str = "auto"  # "auto": the static runner where the architecture allows; "hf-eager": always HF
     tuned: object = None  # the measured `auto` path it was loaded by (tuning.TunedPath), None for explicit dtypes
+    kernels: str = "torch"  # its CPU forwards: "torch" kernels, or "lab" kernels (lab_kernel_runner.py)
     _texts: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -82,6 +85,8 @@ class LoadedModel:
     def runner_kind(self) -> str:
         if not self.uses_static_runner:
             return "hf-eager"
+        if self.kernels == "lab":
+            return f"static, {LAB_KIND}"
         copies = packed_weights.copy_kind(self.model)
         return f"static, {copies}" if copies else "static"
 
@@ -90,6 +95,8 @@ class LoadedModel:
         refused with a message, before anything is allocated, when it would not fit in free memory."""
         kv_dtype = attention_dtype(self.dtype, self.device) if self.uses_static_runner else self.dtype
         check_run_fits(self.name, self.model.config, kv_dtype, self.device, max_length)
+        if self.uses_static_runner and self.kernels == "lab":
+            return LabKernelRunner(self.model, vocab_limit, max_length, keep_hidden)
         if self.uses_static_runner:
             return StaticLlamaRunner(self.model, vocab_limit, max_length, keep_hidden)
         return HFEagerRunner(self.model, vocab_limit, keep_hidden)
@@ -236,6 +243,8 @@ def load_model(
         admit=lambda budget: check_load_fits(name, estimate, torch_device, budget))
     if tuned is not None:
         loaded.tuned = tuned
+        # the lab's kernels where they were measured fastest and still build and fit here
+        loaded.kernels = "lab" if tuned.kernels == "lab" and not lab_kernel_runner.fits(loaded.model) else "torch"
         set_model_threads(loaded.model, tuned.threads)
         tuning.remember(name, tuned)
     return loaded

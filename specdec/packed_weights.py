@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 import threading
 import warnings
 import weakref
@@ -98,6 +99,17 @@ def cpu_flags() -> frozenset:
             return frozenset(next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), []))
     except OSError:
         return frozenset()
+
+
+@functools.cache
+def cpu_name() -> str:
+    """From /proc/cpuinfo's model name (Linux); elsewhere what platform says."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            name = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "")
+    except OSError:
+        name = ""
+    return name or platform.processor() or platform.machine()
 
 
 @functools.cache
@@ -196,15 +208,37 @@ def _copies(module: torch.nn.Module) -> list:
     return [c for c in copies if c is not None]
 
 
+_MODULE_COPIES: "weakref.WeakKeyDictionary[torch.nn.Module, tuple[int, str]]" = weakref.WeakKeyDictionary()
+
+
+def remember_module_copy(module: torch.nn.Module, nbytes: int, kind: str) -> None:
+    """A copy of a whole model's weights made elsewhere (lab_kernel_runner.py), counted with its copies."""
+    _MODULE_COPIES[module] = (nbytes, kind)
+
+
+def forget_copies(module: torch.nn.Module) -> None:
+    """Drop the packed copies of this module's weights (made again on next use): after tuning, the copies of the
+    paths not chosen."""
+    with _LOCK:
+        for p in module.parameters():
+            _COPIES.pop(id(p), None)
+
+
+def forget_module_copy(module: torch.nn.Module) -> None:
+    _MODULE_COPIES.pop(module, None)
+
+
 def copy_bytes(module: torch.nn.Module) -> int:
     """Bytes of the packed copies made so far for this module's weights."""
-    return sum(c.nbytes for c in _copies(module))
+    return sum(c.nbytes for c in _copies(module)) + _MODULE_COPIES.get(module, (0, ""))[0]
 
 
 def copy_kind(module: torch.nn.Module) -> Optional[str]:
     """What the runner label says of the copies: 'float16 weight copies' (with 'rows not exact here' where
     float16_rows_exact() is False), 'oneDNN-packed bfloat16 weights', or None (no copies)."""
     kinds = {type(c) for c in _copies(module)}
+    if module in _MODULE_COPIES:
+        return _MODULE_COPIES[module][1]
     if Fp16Linear in kinds:
         return "float16 weight copies" + ("" if float16_rows_exact() else " (rows not exact here)")
     if Bf16Linear in kinds:

@@ -64,13 +64,17 @@ class StaticLlamaRunner(TimedRunner):
             positions = torch.arange(max_length, device=self.device)[None]
             probe = torch.empty(0, dtype=dtype, device=self.device)
             self.cos, self.sin = model.model.rotary_emb(probe, positions)  # [1, max_length, head_dim]
-        self.layers = [layer_weights(layer) for layer in layers]
         self.embedding = model.model.embed_tokens.weight
         self.final_norm = (model.model.norm.weight, model.model.norm.variance_epsilon)
-        self.head = linear_weights(model.lm_head)
+        self._prepare_weights(model)
         self.scaling = layers[0].self_attn.scaling
         self.groups = self.heads // self.kv_heads
         self.exact_rows = dtype != torch.float32  # attend row by row after the prefill (module docstring)
+
+    def _prepare_weights(self, model) -> None:
+        """The layers' and the head's weights as `linear` takes them (packed copies where they help)."""
+        self.layers = [layer_weights(layer) for layer in model.model.layers]
+        self.head = linear_weights(model.lm_head)
 
     def rollback(self, length: int) -> None:
         self.length = min(self.length, length)  # later writes overwrite the stale positions

@@ -1,16 +1,17 @@
-"""The measured `auto`: which exact path (dtype and thread count) runs a model fastest on this machine.
+"""The measured `auto`: which exact path (dtype, kernels and thread count) runs a model fastest on this machine.
 
-CPU flags do not predict it (docs/engine.md, "CPU"): on the AVX-512 AMD EPYC float32 with float16 weight copies on
-one thread is fastest; on the AMX Xeon bfloat16 on two spinning threads, and bfloat16 on one passive thread is its
-slowest path. So at the first CPU load of a model with dtype `auto` for a key (the model's shape, the device, the
-CPU model and its vector extensions, the torch version, the OpenMP wait policy in force, the cores), every
-candidate path is timed and the fastest that keeps greedy identity is chosen and cached, with its figures, in
+CPU flags do not predict it (docs/engine.md, "CPU"): on the AVX-512 AMD EPYC float32 on the lab's kernels on two
+threads is fastest (before them: float16 weight copies on one thread); on the AMX Xeon bfloat16 on two spinning
+threads was, and bfloat16 on one passive thread is its slowest path. So at the first CPU load of a model with dtype
+`auto` for a key (the model's shape, the device, the CPU model and its vector extensions, the torch version, the
+OpenMP wait policy in force, the cores, whether the lab's kernels build here), every candidate path is timed and the fastest that keeps greedy identity is chosen and cached, with its figures, in
 the model cache folder (SPECDEC_CACHE, default ~/.cache/specdec: tuning.json). `python -m specdec tune` shows
 and re-measures it.
 
-Candidates: float32 (through float16 weight copies where the weights are float16 values: packed_weights.py)
-and, on a CPU that computes bfloat16 natively and for models of at least loading.BF16_MIN_PARAMS parameters,
-bfloat16 (oneDNN-packed); each on one thread and on every core. Not candidates: float16 activations (CPU
+Candidates: float32 (through float16 weight copies where the weights are float16 values: packed_weights.py),
+float32 on the lab's kernels where they build and fit (lab_kernel_runner.py: float16 weights, row-exact) and, on a
+CPU that computes bfloat16 natively and for models of at least loading.BF16_MIN_PARAMS parameters, bfloat16
+(oneDNN-packed); each on one thread and on every core. Not candidates: float16 activations (CPU
 kernels are slow and not row-exact), float32 without the copies (SPECDEC_PACKED_WEIGHTS is process-wide).
 
 Each candidate, on a fixed CONTEXT-token prefix: the median of REPEATS one-token forwards (a decoding step) and
@@ -29,7 +30,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import platform
 import statistics
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -38,13 +38,13 @@ from typing import Callable, Optional
 
 import torch
 
-from . import packed_weights, threads
+from . import lab_kernel_runner, native_kernels, packed_weights, threads
 from .dtypes import BF16_MIN_PARAMS, dtype_name
 from .fetch import cache_dir
 from .process import describe_process
 
 FILE_NAME = "tuning.json"
-FORMAT = 2  # bumped when the candidates or the choice rule change: older records are measured again
+FORMAT = 3  # bumped when the candidates or the choice rule change: older records are measured again
 CONTEXT = 48  # prefix tokens before every timed forward
 PROBE_K = 4  # the verification timed is K + 1 tokens
 PROBE_TOKENS = 8  # greedy tokens of the identity probe (>= PROBE_K + 1)
@@ -62,6 +62,7 @@ class CandidateFigures:
     identical: bool = False  # kept greedy identity on the probe
     rows_exact: bool = False  # batched rows equal one-token rows in every bit
     excluded: str = ""  # why it may not be chosen ("" when it may)
+    kernels: str = "torch"  # "torch": torch's CPU kernels; "lab": the lab's (lab_kernel_runner.py)
 
     @property
     def cost_ms(self) -> Optional[float]:
@@ -69,7 +70,8 @@ class CandidateFigures:
 
     @property
     def label(self) -> str:
-        return f"{self.dtype}, {self.threads} thread{'s' if self.threads != 1 else ''}"
+        lab = ", lab kernels" if self.kernels == "lab" else ""
+        return f"{self.dtype}{lab}, {self.threads} thread{'s' if self.threads != 1 else ''}"
 
 
 @dataclass
@@ -82,10 +84,17 @@ class TunedPath:
     skipped: list[str] = field(default_factory=list)  # candidates not measured, and why
     measured_s: float = 0.0
     measured_at: str = ""
+    kernels: str = "torch"  # the chosen candidate's kernels
 
     @property
     def chosen(self) -> Optional[CandidateFigures]:
-        return next((c for c in self.candidates if (c.dtype, c.threads) == (self.dtype, self.threads)), None)
+        wanted = (self.dtype, self.threads, self.kernels)
+        return next((c for c in self.candidates if (c.dtype, c.threads, c.kernels) == wanted), None)
+
+    @property
+    def label(self) -> str:
+        """'float32, lab kernels, 2 threads': the chosen path in words."""
+        return CandidateFigures(self.dtype, self.threads, kernels=self.kernels).label
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -101,14 +110,8 @@ class TunedPath:
 
 def cpu_model() -> str:
     """The CPU's model string and the vector extensions that pick its kernels (e.g. 'AMD EPYC [avx512_bf16 ...]')."""
-    name = ""
-    try:
-        with open("/proc/cpuinfo") as info:
-            name = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "")
-    except OSError:
-        pass
     flags = [f for f in KEY_FLAGS if f in packed_weights.cpu_flags()]
-    return f"{name or platform.processor() or platform.machine()} [{' '.join(flags) or 'no listed extensions'}]"
+    return f"{packed_weights.cpu_name()} [{' '.join(flags) or 'no listed extensions'}]"
 
 
 def model_shape(config) -> str:
@@ -124,7 +127,7 @@ def model_shape(config) -> str:
 def tuning_key(config, device: torch.device) -> dict:
     return {"model": model_shape(config), "device": str(device), "cpu": cpu_model(), "torch": torch.__version__,
             "omp_wait_policy": describe_process().get("omp_wait_policy", os.environ.get("OMP_WAIT_POLICY", "default")),
-            "cores": available_cores()}
+            "cores": available_cores(), "lab_kernels": native_kernels.available()}
 
 
 def available_cores() -> int:
@@ -246,7 +249,7 @@ def probe_candidate(loaded, thread_count: int, reference: Optional[list[int]]) -
     CONTEXT-token prefix for timing."""
     threads.set_model_threads(loaded.model, thread_count)
     runner = loaded.new_runner(loaded.real_vocab_size, CONTEXT + PROBE_TOKENS + 2)
-    figures = CandidateFigures(dtype_name(loaded.dtype), thread_count, loaded.runner_kind)
+    figures = CandidateFigures(dtype_name(loaded.dtype), thread_count, loaded.runner_kind, kernels=loaded.kernels)
     token = int(runner.prefill(probe_ids(loaded.real_vocab_size)).argmax())
     tokens, rows = [token], []
     for _ in range(PROBE_TOKENS):
@@ -305,6 +308,12 @@ def measure_paths(loaded_float32, key: dict, repeats: int = REPEATS) -> TunedPat
             trials = [probe_candidate(loaded_float32, count, None) for count in thread_candidates()[:1]]
             reference = trials[0].tokens
             trials += [probe_candidate(loaded_float32, count, reference) for count in thread_candidates()[1:]]
+            reason = lab_kernel_runner.fits(loaded_float32.model)
+            if reason:
+                skipped.append(reason)
+            else:
+                on_lab = replace(loaded_float32, kernels="lab")
+                trials += [probe_candidate(on_lab, count, reference) for count in thread_candidates()]
             reason = bf16_reason(parameters)
             if reason:
                 skipped.append(reason)
@@ -316,14 +325,21 @@ def measure_paths(loaded_float32, key: dict, repeats: int = REPEATS) -> TunedPat
         threads.set_model_threads(loaded_float32.model, before)
     candidates = [trial.figures for trial in trials]
     best, why = choose(candidates)
+    del trials  # their runners; then the weight copies of the kernels not chosen go too
+    if best.kernels == "lab":
+        packed_weights.forget_copies(loaded_float32.model)
+    else:
+        lab_kernel_runner.forget(loaded_float32.model)
     return TunedPath(key, best.dtype, best.threads, why, candidates, skipped,
-                     round(time.perf_counter() - started, 2), time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
+                     round(time.perf_counter() - started, 2), time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+                     best.kernels)
 
 
 def bfloat16_copy(loaded):
     """The same weights in bfloat16 (rounded as loading with dtype=bfloat16 rounds them), as a LoadedModel."""
     model = copy.deepcopy(loaded.model).to(torch.bfloat16)
-    return replace(loaded, model=model, dtype=torch.bfloat16, load_time_s=0.0, backend="auto", tuned=None, _texts={})
+    return replace(loaded, model=model, dtype=torch.bfloat16, load_time_s=0.0, backend="auto", tuned=None, _texts={},
+                   kernels="torch")
 
 
 # --- what loading asks -------------------------------------------------------------------------------------
@@ -384,8 +400,8 @@ def tuned_path(source: str, device: torch.device, load_float32: Callable[[], obj
 
 
 def summary(path: TunedPath) -> str:
-    """One line for cards and logs: 'float32 (float16 weight copies), 1 thread: step 14.2 ms, verify 19.0 ms'."""
+    """One line for cards and logs: 'float32, 1 thread (static, float16 weight copies): step 14.2 ms, verify 19.0 ms'."""
     chosen = path.chosen
     runner = f" ({chosen.runner})" if chosen is not None and chosen.runner else ""
     figures = f": step {chosen.step_ms:.1f} ms, verify {chosen.verify_ms:.1f} ms" if chosen is not None else ""
-    return f"{path.dtype}{runner}, {path.threads} thread{'s' if path.threads != 1 else ''}{figures}"
+    return f"{path.label}{runner}{figures}"

@@ -12,13 +12,13 @@ def format_path(path: TunedPath) -> str:
              f"{key['torch']}, OMP_WAIT_POLICY {key['omp_wait_policy']}",
              f"measured {path.measured_at} in {path.measured_s:.1f} s; step = 1-token forward, "
              f"verify = {PROBE_K + 1}-token forward after {CONTEXT} tokens, medians of {REPEATS}",
-             f"  {'path':<22}{'runner':<44}{'step ms':>9}{'verify ms':>11}  identity"]
+             f"  {'path':<34}{'runner':<40}{'step ms':>9}{'verify ms':>11}  identity"]
     for c in path.candidates:
-        mark = "*" if (c.dtype, c.threads) == (path.dtype, path.threads) else " "
+        mark = "*" if c is path.chosen else " "
         status = f"excluded: {c.excluded}" if c.excluded else ("ok, rows exact" if c.rows_exact else "ok")
-        lines.append(f"{mark} {c.label:<22}{c.runner:<44}{c.step_ms:>9.2f}{c.verify_ms:>11.2f}  {status}")
+        lines.append(f"{mark} {c.label:<34}{c.runner:<40}{c.step_ms:>9.2f}{c.verify_ms:>11.2f}  {status}")
     lines += [f"  not measured: {reason}" for reason in path.skipped]
-    lines.append(f"chosen: {path.dtype} on {path.threads} thread{'s' if path.threads != 1 else ''}: {path.why}")
+    lines.append(f"chosen: {path.label}: {path.why}")
     return "\n".join(lines)
 
 

@@ -5,24 +5,13 @@ import torch
 from specdec import DecodeSettings, generate, load_model
 from specdec.backend import HFEagerRunner
 from specdec.static_runner import StaticLlamaRunner
-from tiny_models import build_model, perturbed_copy, save, tiny_config
+from tiny_models import IDS, build_model, drive, perturbed_copy, save, tiny_config
 
-IDS = [4, 8, 15, 16, 23, 42, 7, 1, 3, 9, 11, 2]
 
 
 @pytest.fixture(scope="module", params=["llama", "qwen2"])
 def loaded(request, tmp_path_factory):
     return load_model(save(build_model(tiny_config(request.param), seed=0), tmp_path_factory.mktemp(request.param) / "m"))
-
-
-def drive(runner):
-    """prefill, a multi-token forward, a rollback and a re-forward: the decoder's whole repertoire."""
-    runner.prefill(IDS[:4])
-    first = runner.forward(IDS[4:9])
-    runner.rollback(6)
-    second = runner.forward(IDS[6:12])
-    single = runner.forward([5])
-    return first, second, single
 
 
 def test_static_runner_logits_match_transformers(loaded):

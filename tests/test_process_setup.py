@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from specdec import tuning
+
 ROOT = Path(__file__).resolve().parents[1]
 APP_PATH = f"""
 import json, sys
@@ -61,4 +63,4 @@ def test_the_cli_and_the_app_choose_the_same_path(tmp_path):
     app = json.loads(run(["-c", APP_PATH], env))
     assert app["process"]["omp_wait_policy"] == measured["key"]["omp_wait_policy"] == "PASSIVE"
     assert app["path"] == measured  # same key, so the app found the CLI's measurement instead of measuring again
-    assert f"chosen: {measured['dtype']} on {measured['threads']} thread" in cli
+    assert f"chosen: {tuning.TunedPath.from_dict(measured).label}:" in cli

@@ -31,7 +31,7 @@ def figures(dtype, count, step, verify, excluded=""):
 
 def record(key=None):
     key = key or {"model": "m", "device": "cpu", "cpu": "c", "torch": torch.__version__, "omp_wait_policy": "PASSIVE",
-                  "cores": 2}
+                  "cores": 2, "lab_kernels": True}
     return TunedPath(key, "float32", 1, "fastest", [figures("float32", 1, 10.0, 12.0)], [], 0.5, "now")
 
 
@@ -75,7 +75,8 @@ def test_a_record_survives_the_cache_file_round_trip():
 
 
 @pytest.mark.parametrize("field, value", [("torch", "0.0.0"), ("cpu", "another CPU"), ("model", "other shape"),
-                                          ("omp_wait_policy", "ACTIVE"), ("cores", 64)])
+                                          ("omp_wait_policy", "ACTIVE"), ("cores", 64),
+                                          ("lab_kernels", False)])
 def test_a_changed_key_is_measured_again(field, value):
     stored = record()
     tuning.store(stored)
@@ -126,7 +127,7 @@ def test_an_explicit_thread_count_wins_over_the_measured_one(monkeypatch, tiny_f
 
 def test_the_lab_model_measurement_produces_a_full_record():
     path = load_model("lab-target").tuned
-    assert [c.threads for c in path.candidates if c.dtype == "float32"] == tuning.thread_candidates()
+    assert [c.threads for c in path.candidates if (c.dtype, c.kernels) == ("float32", "torch")] == tuning.thread_candidates()
     assert all(c.step_ms > 0 and c.verify_ms > 0 and c.runner for c in path.candidates)
     assert path.chosen is not None and not path.chosen.excluded
     assert path.key["cpu"] == tuning.cpu_model() and path.key["torch"] == torch.__version__

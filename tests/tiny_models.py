@@ -13,6 +13,17 @@ from transformers import (
 )
 
 VOCAB = 96
+IDS = [4, 8, 15, 16, 23, 42, 7, 1, 3, 9, 11, 2]  # token ids below VOCAB
+
+
+def drive(runner):
+    """prefill, a multi-token forward, a rollback and a re-forward: the decoder's whole repertoire -> their logits."""
+    runner.prefill(IDS[:4])
+    first = runner.forward(IDS[4:9])
+    runner.rollback(6)
+    second = runner.forward(IDS[6:12])
+    single = runner.forward([5])
+    return first, second, single
 
 
 def tiny_config(arch: str, vocab_size: int = VOCAB, **overrides):

@@ -78,7 +78,7 @@ def theory_note(events, max_new_tokens: int | None = None) -> str:
 def _engine_card(path) -> str:
     """The path the measured `auto` chose for the target (specdec.tuning.TunedPath) and the figures behind it."""
     chosen = path.chosen
-    value = f"{path.dtype} · {path.threads} thread{'s' if path.threads != 1 else ''}"
+    value = path.label.replace(", ", " · ")
     figures = (f"{chosen.runner}; measured here: step {chosen.step_ms:.1f} ms, verify {chosen.verify_ms:.1f} ms"
                if chosen is not None else "measured here")
     others = [f"{c.label} {c.cost_ms:.1f} ms" + (f" (excluded: {c.excluded})" if c.excluded else "")

@@ -293,7 +293,8 @@ greedy, K = 3, float32, the zoo's draft exported for vLLM (`scripts/compare_vllm
 The small differences come from the end of a request: the lab never drafts past max new tokens, vLLM always
 drafts K and cuts.
 
-Target only, batch 1, quiet machines: the lab's engine is level with a vLLM server in bfloat16 (1.01–1.10× on the AMX
-Xeon, 1.05–1.10× on an AVX-512 EPYC at ~80 tok/s) and 1.66–1.69× faster than one in float32; on both, the lab's step
-is bounded by its float16 weight products (docs/vllm.md, "Lab engine vs vLLM").
+Target only, batch 1, quiet machines: on an AVX-512 EPYC the lab's engine on its own CPU kernels (float16 weights
+streamed on both cores) is 1.66× (1.59–1.84) and 1.92× (1.76–1.98) a vLLM server in bfloat16, 114–134 against
+69–71 tok/s; on torch's kernels it was level (1.05×), as on the AMX Xeon (1.01–1.10×), where the lab kernels were
+not measured (docs/vllm.md, "Lab engine vs vLLM").
 """
