@@ -45,8 +45,12 @@ def compiler() -> Optional[str]:
     return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 
 
-def build_command(cc: str, source: Path, output: Path) -> list[str]:
-    return [cc, "-O3", "-march=native", "-ffp-contract=off", "-fPIC", "-shared", str(source), "-o", str(output),
+NATIVE = ("-march=native",)  # the build machine's vector extensions: AVX-512 where it has them, else AVX2
+AVX2 = ("-mavx2", "-mfma", "-mf16c")  # the AVX2 code path on any x86-64 CPU that has these (tests build it too)
+
+
+def build_command(cc: str, source: Path, output: Path, target: tuple[str, ...] = NATIVE) -> list[str]:
+    return [cc, "-O3", *target, "-ffp-contract=off", "-fPIC", "-shared", str(source), "-o", str(output),
             "-lpthread", "-lm"]
 
 
@@ -99,11 +103,11 @@ def _load():
         return None, f"lab kernels: the build does not load ({_first_line(exc)})"
 
 
-def _build(cc: str, path: Path) -> None:
+def _build(cc: str, path: Path, target: tuple[str, ...] = NATIVE) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent) as folder:
         partial = Path(folder) / path.name
-        done = subprocess.run(build_command(cc, SOURCE, partial), capture_output=True, text=True, timeout=300)
+        done = subprocess.run(build_command(cc, SOURCE, partial, target), capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             raise subprocess.SubprocessError(done.stderr.strip() or f"exit {done.returncode}")
         os.replace(partial, path)  # whole or absent: another process may load it at any moment
@@ -112,6 +116,12 @@ def _build(cc: str, path: Path) -> None:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def build_and_load(path: Path, target: tuple[str, ...]):
+    """A build for another vector target (tests: the AVX2 path on an AVX-512 machine), loaded."""
+    _build(compiler(), path, target)
+    return _declare(ctypes.CDLL(str(path)))
 
 
 def _declare(lib):

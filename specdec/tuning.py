@@ -305,9 +305,10 @@ def measure_paths(loaded_float32, key: dict, repeats: int = REPEATS) -> TunedPat
     skipped = []
     try:
         with torch.inference_mode():
-            trials = [probe_candidate(loaded_float32, count, None) for count in thread_candidates()[:1]]
+            on_torch = replace(loaded_float32, kernels="torch")  # whatever an earlier choice set on the shared model
+            trials = [probe_candidate(on_torch, count, None) for count in thread_candidates()[:1]]
             reference = trials[0].tokens
-            trials += [probe_candidate(loaded_float32, count, reference) for count in thread_candidates()[1:]]
+            trials += [probe_candidate(on_torch, count, reference) for count in thread_candidates()[1:]]
             reason = lab_kernel_runner.fits(loaded_float32.model)
             if reason:
                 skipped.append(reason)

@@ -37,10 +37,10 @@ def model(request):
     return kernel_model(request.param)
 
 
-def linear_through_kernels(x, weight, bias=None, residual=None, threads=2):
+def linear_through_kernels(x, weight, bias=None, residual=None, threads=2, library=None):
     out = torch.empty(x.shape[0], weight.shape[0])
     packed = native_kernels.pack(weight)
-    native_kernels.library().sd_linear(x.data_ptr(), x.shape[0], x.shape[1], packed.data_ptr(),
+    (library or native_kernels.library()).sd_linear(x.data_ptr(), x.shape[0], x.shape[1], packed.data_ptr(),
                                        bias.data_ptr() if bias is not None else None, weight.shape[0],
                                        residual.data_ptr() if residual is not None else None, out.data_ptr(), threads)
     return out
@@ -78,6 +78,38 @@ def test_a_rows_product_does_not_depend_on_the_rows_beside_it(rows):
     together = linear_through_kernels(x, weight)
     alone = torch.cat([linear_through_kernels(x[i:i + 1].contiguous(), weight) for i in range(rows)])
     assert torch.equal(together, alone)
+
+
+@pytest.fixture(scope="module")
+def avx2_build(tmp_path_factory):
+    """The kernels' AVX2 code path (8-float vectors, one row at a time), built for this machine too."""
+    return native_kernels.build_and_load(tmp_path_factory.mktemp("avx2") / "kernels.so", native_kernels.AVX2)
+
+
+def test_the_avx2_build_computes_the_same_products(avx2_build):
+    assert avx2_build.sd_lanes() == 8
+    weight, bias, x = weight_of(192, 96), torch.randn(192), torch.randn(5, 96)
+    products = linear_through_kernels(x, weight, bias, library=avx2_build)
+    torch.testing.assert_close(products, F.linear(x, weight, bias), rtol=1e-5, atol=1e-5)
+    alone = torch.cat([linear_through_kernels(x[i:i + 1].contiguous(), weight, bias, library=avx2_build)
+                       for i in range(5)])
+    assert torch.equal(products, alone)
+
+
+def test_attention_equals_torchs_on_both_builds(avx2_build):
+    heads, kv_heads, head_dim, start, rows, length = 4, 2, 16, 6, 3, 12
+    q = torch.randn(rows, heads * head_dim)
+    keys, values = torch.randn(kv_heads, length, head_dim), torch.randn(kv_heads, length, head_dim)
+    mask = torch.ones(rows, start + rows, dtype=torch.bool).tril(diagonal=start)
+    expected = F.scaled_dot_product_attention(q.view(1, rows, heads, head_dim).transpose(1, 2),
+                                              keys[None, :, :start + rows], values[None, :, :start + rows],
+                                              attn_mask=mask, scale=0.25, enable_gqa=True)
+    expected = expected.transpose(1, 2).reshape(rows, heads * head_dim)
+    for library in (native_kernels.library(), avx2_build):
+        out, scores = torch.empty(rows, heads * head_dim), torch.empty(start + rows)
+        library.sd_attention(q.data_ptr(), rows, heads, kv_heads, head_dim, keys.data_ptr(), values.data_ptr(),
+                             length, start, None, 0.25, scores.data_ptr(), out.data_ptr())
+        torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_a_product_does_not_depend_on_the_thread_count():

@@ -179,3 +179,10 @@ def test_the_cost_models_auto_dtype_is_the_measured_one(monkeypatch, tiny_folder
 def test_a_later_candidate_within_the_margin_of_an_earlier_one_leaves_the_earlier_chosen():
     best, why = choose([figures("float32", 1, 20, 25), figures("float32", 2, 19.5, 24.5)])
     assert (best.dtype, best.threads) == ("float32", 1) and "within 5% of the fastest" in why
+
+
+def test_a_new_measurement_of_a_model_on_the_lab_kernels_measures_torchs_kernels_too(monkeypatch, tmp_path):
+    loaded = load_model("lab-target")
+    monkeypatch.setattr(loaded, "kernels", "lab")  # what an earlier choice leaves on the shared model
+    path = tuning.measure_paths(loaded, {"model": "m"}, repeats=1)
+    assert {c.kernels for c in path.candidates if c.dtype == "float32"} >= {"torch"}
