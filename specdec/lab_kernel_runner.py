@@ -11,6 +11,7 @@ candidates).
 """
 from __future__ import annotations
 
+import ctypes
 import weakref
 from typing import NamedTuple, Optional
 
@@ -126,9 +127,16 @@ class LabKernelRunner(StaticLlamaRunner):
         self.lib = native_kernels.library()
         config = model.config
         self.width = config.hidden_size
-        self.q_width = self.heads * self.head_dim
-        self.kv_width = self.kv_heads * self.head_dim
-        self.inner = config.intermediate_size
+        # every layer's weights and this runner's cache, as addresses the kernels read (the tensors live as long as
+        # self.packed and self.keys / self.values)
+        self.c_layers = (native_kernels.Layer * len(self.packed.layers))(*[
+            native_kernels.Layer(w.input_norm[0].data_ptr(), w.input_norm[1], w.qkv.data_ptr(), _ptr(w.qkv_bias),
+                                 w.o.data_ptr(), _ptr(w.o_bias), w.post_norm[0].data_ptr(), w.post_norm[1],
+                                 w.gated.data_ptr(), _ptr(w.gated_bias), w.down.data_ptr(), _ptr(w.down_bias),
+                                 keys.data_ptr(), values.data_ptr())
+            for w, keys, values in zip(self.packed.layers, self.keys, self.values)])
+        self.c_shape = native_kernels.Shape(self.width, self.heads, self.kv_heads, self.head_dim,
+                                            config.intermediate_size, self.max_length, self.scaling)
 
     @torch.inference_mode()
     def _call(self, ids: list[int], last_only: bool) -> torch.Tensor:
@@ -151,36 +159,15 @@ class LabKernelRunner(StaticLlamaRunner):
         else:
             cos, sin = self.cos[0, start : start + n].contiguous(), self.sin[0, start : start + n].contiguous()
             visible = None  # a chain: row i sees the cache and new rows 0 .. i
-        normed = torch.empty(n, self.width)
-        qkv = torch.empty(n, self.q_width + 2 * self.kv_width)
-        q = torch.empty(n, self.q_width)
-        gated = torch.empty(n, self.inner)
-        out = torch.empty(n, self.q_width)
-        scores = torch.empty(start + n)
-        lib = self.lib
-        kept = {0: hidden} if 0 in self.hidden_layers else {}
-        for index, w in enumerate(self.packed.layers):
-            keys, values = self.keys[index], self.values[index]  # [1, kv_heads, max_length, head_dim]
-            lib.sd_norm_qkv_rotary(hidden.data_ptr(), n, self.width, w.input_norm[0].data_ptr(), w.input_norm[1],
-                                   w.qkv.data_ptr(), _ptr(w.qkv_bias), self.q_width, self.kv_width, self.head_dim,
-                                   cos.data_ptr(), sin.data_ptr(), normed.data_ptr(), qkv.data_ptr(), q.data_ptr(),
-                                   keys.data_ptr(), values.data_ptr(), self.max_length, start, threads)
-            lib.sd_attention(q.data_ptr(), n, self.heads, self.kv_heads, self.head_dim, keys.data_ptr(),
-                             values.data_ptr(), self.max_length, start, _ptr(visible), self.scaling,
-                             scores.data_ptr(), out.data_ptr())
-            after_attention = torch.empty(n, self.width)
-            lib.sd_linear(out.data_ptr(), n, self.q_width, w.o.data_ptr(), _ptr(w.o_bias), self.width,
-                          hidden.data_ptr(), after_attention.data_ptr(), threads)
-            lib.sd_norm_gated(after_attention.data_ptr(), n, self.width, w.post_norm[0].data_ptr(), w.post_norm[1],
-                              w.gated.data_ptr(), _ptr(w.gated_bias), self.inner, normed.data_ptr(),
-                              gated.data_ptr(), threads)
-            hidden = torch.empty(n, self.width)
-            lib.sd_linear(gated.data_ptr(), n, self.inner, w.down.data_ptr(), _ptr(w.down_bias), self.width,
-                          after_attention.data_ptr(), hidden.data_ptr(), threads)
-            if index + 1 in self.hidden_layers:
-                kept[index + 1] = hidden
+        kept = {layer: hidden.clone() if layer == 0 else torch.empty(n, self.width) for layer in self.hidden_layers}
+        wanted = (ctypes.c_void_p * (len(self.c_layers) + 1))(
+            *[kept[layer].data_ptr() if layer in kept else None for layer in range(len(self.c_layers) + 1)])
+        stream = hidden  # [n, d]: the residual stream, the layers' outputs written over it
+        if self.lib.sd_layers(self.c_layers, len(self.c_layers), ctypes.byref(self.c_shape), stream.data_ptr(), n,
+                              start, cos.data_ptr(), sin.data_ptr(), _ptr(visible), wanted, threads):
+            raise MemoryError("the lab kernels could not allocate their scratch for this forward")
         every_row = not last_only or (self.keep_hidden and not self.hidden_layers)
-        final = rms_norm(hidden if every_row else hidden[-1:], *self.final_norm)  # [rows, d]
+        final = rms_norm(stream if every_row else stream[-1:], *self.final_norm)  # [rows, d]
         if self.hidden_layers:
             self.hidden = torch.cat([kept[layer] for layer in self.hidden_layers], dim=-1)  # [n, m * d]
         elif self.keep_hidden:
@@ -188,6 +175,6 @@ class LabKernelRunner(StaticLlamaRunner):
         rows = (final[-1:] if last_only else final).contiguous()
         vocab = self.packed.head.shape[0] * self.packed.head.shape[2]
         logits = torch.empty(rows.shape[0], vocab)
-        lib.sd_linear(rows.data_ptr(), rows.shape[0], self.width, self.packed.head.data_ptr(), None, vocab, None,
-                      logits.data_ptr(), threads)
+        self.lib.sd_linear(rows.data_ptr(), rows.shape[0], self.width, self.packed.head.data_ptr(), None, vocab,
+                           None, logits.data_ptr(), threads)
         return logits[:, : self.vocab_limit]

@@ -124,6 +124,23 @@ def build_and_load(path: Path, target: tuple[str, ...]):
     return _declare(ctypes.CDLL(str(path)))
 
 
+class Layer(ctypes.Structure):
+    """decode_kernels.c's layer_t: one decoder layer's packed weights and one sequence's cache (addresses)."""
+    _fields_ = [(name, kind) for name, kind in [
+        ("input_norm", ctypes.c_void_p), ("input_eps", ctypes.c_float), ("qkv", ctypes.c_void_p),
+        ("qkv_bias", ctypes.c_void_p), ("o", ctypes.c_void_p), ("o_bias", ctypes.c_void_p),
+        ("post_norm", ctypes.c_void_p), ("post_eps", ctypes.c_float), ("gated", ctypes.c_void_p),
+        ("gated_bias", ctypes.c_void_p), ("down", ctypes.c_void_p), ("down_bias", ctypes.c_void_p),
+        ("keys", ctypes.c_void_p), ("values", ctypes.c_void_p)]]
+
+
+class Shape(ctypes.Structure):
+    """decode_kernels.c's shape_t."""
+    _fields_ = [("width", ctypes.c_int), ("heads", ctypes.c_int), ("kv_heads", ctypes.c_int),
+                ("head_dim", ctypes.c_int), ("inner", ctypes.c_int), ("cache_len", ctypes.c_int),
+                ("scale", ctypes.c_float)]
+
+
 def _declare(lib):
     pointer, integer, real = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
     lib.sd_linear.argtypes = [pointer, integer, integer, pointer, pointer, integer, pointer, pointer, integer]
@@ -136,6 +153,9 @@ def _declare(lib):
                                  pointer, real, pointer, pointer]
     for name in ("sd_linear", "sd_norm_gated", "sd_norm_qkv_rotary", "sd_attention"):
         getattr(lib, name).restype = None
+    lib.sd_layers.argtypes = [ctypes.POINTER(Layer), integer, ctypes.POINTER(Shape), pointer, integer, integer,
+                              pointer, pointer, pointer, ctypes.POINTER(ctypes.c_void_p), integer]
+    lib.sd_layers.restype = integer
     return lib
 
 

@@ -66,10 +66,10 @@ class StaticLlamaRunner(TimedRunner):
             self.cos, self.sin = model.model.rotary_emb(probe, positions)  # [1, max_length, head_dim]
         self.embedding = model.model.embed_tokens.weight
         self.final_norm = (model.model.norm.weight, model.model.norm.variance_epsilon)
-        self._prepare_weights(model)
         self.scaling = layers[0].self_attn.scaling
         self.groups = self.heads // self.kv_heads
         self.exact_rows = dtype != torch.float32  # attend row by row after the prefill (module docstring)
+        self._prepare_weights(model)
 
     def _prepare_weights(self, model) -> None:
         """The layers' and the head's weights as `linear` takes them (packed copies where they help)."""

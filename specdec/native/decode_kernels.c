@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <linux/futex.h>
@@ -28,7 +29,6 @@
 #include <unistd.h>
 
 #define GROUP 64
-#define MAX_ROWS 64
 
 #if defined(__AVX512F__)
 #define LANES 16
@@ -209,7 +209,6 @@ static void run_job(const job_t *job, int threads) {
 /* --- the calls -------------------------------------------------------------------------------------------------- */
 
 int sd_group(void) { return GROUP; }
-int sd_max_rows(void) { return MAX_ROWS; }
 int sd_lanes(void) { return LANES; }
 
 /* out [M][K] = weight * (x * 1 / sqrt(mean(x^2) + eps)): transformers' LlamaRMSNorm in float32 */
@@ -319,4 +318,46 @@ void sd_attention(const float *q, int M, int heads, int kv_heads, int head_dim, 
             }
         }
     }
+}
+
+/* --- a whole forward's decoder layers in one call ----------------------------------------------------------------- */
+
+typedef struct {                  /* one decoder layer's packed weights and this sequence's cache */
+    const float *input_norm; float input_eps;
+    const uint16_t *qkv; const float *qkv_bias;      /* q, k, v stacked: Nq + 2 Nkv outputs */
+    const uint16_t *o; const float *o_bias;
+    const float *post_norm; float post_eps;
+    const uint16_t *gated; const float *gated_bias;  /* gate and up as a gated pair: inner outputs */
+    const uint16_t *down; const float *down_bias;
+    float *keys, *values;                            /* [kv_heads][cache_len][head_dim] */
+} layer_t;
+
+typedef struct { int width, heads, kv_heads, head_dim, inner, cache_len; float scale; } shape_t;
+
+/* hidden [M][width]: the embeddings in, the residual stream after the last layer out; rows at cache positions
+   start .. start + M - 1, rotary cos, sin [M][head_dim], visible as sd_attention's. kept[i] (for i in 1 ..
+   n_layers, NULL where not wanted): [M][width], the stream after layer i. 0 on success, -1 when out of memory. */
+int sd_layers(const layer_t *layers, int n_layers, const shape_t *shape, float *hidden, int M, int start,
+              const float *cos, const float *sin, const unsigned char *visible, float *const *kept, int threads) {
+    int d = shape->width, nq = shape->heads * shape->head_dim, nkv = shape->kv_heads * shape->head_dim;
+    size_t rows = (size_t)M;
+    float *normed = malloc(rows * d * sizeof(float)), *qkv = malloc(rows * (nq + 2 * nkv) * sizeof(float));
+    float *q = malloc(rows * nq * sizeof(float)), *attended = malloc(rows * nq * sizeof(float));
+    float *after = malloc(rows * d * sizeof(float)), *gated = malloc(rows * shape->inner * sizeof(float));
+    float *scores = malloc((size_t)(start + M) * sizeof(float));
+    int status = normed && qkv && q && attended && after && gated && scores ? 0 : -1;
+    for (int i = 0; status == 0 && i < n_layers; i++) {
+        const layer_t *w = layers + i;
+        sd_norm_qkv_rotary(hidden, M, d, w->input_norm, w->input_eps, w->qkv, w->qkv_bias, nq, nkv, shape->head_dim,
+                           cos, sin, normed, qkv, q, w->keys, w->values, shape->cache_len, start, threads);
+        sd_attention(q, M, shape->heads, shape->kv_heads, shape->head_dim, w->keys, w->values, shape->cache_len,
+                     start, visible, shape->scale, scores, attended);
+        sd_linear(attended, M, nq, w->o, w->o_bias, d, hidden, after, threads);
+        sd_norm_gated(after, M, d, w->post_norm, w->post_eps, w->gated, w->gated_bias, shape->inner, normed, gated,
+                      threads);
+        sd_linear(gated, M, shape->inner, w->down, w->down_bias, d, after, hidden, threads);
+        if (kept && kept[i + 1]) memcpy(kept[i + 1], hidden, rows * d * sizeof(float));
+    }
+    free(normed); free(qkv); free(q); free(attended); free(after); free(gated); free(scores);
+    return status;
 }
