@@ -144,14 +144,9 @@ class Shape(ctypes.Structure):
 def _declare(lib):
     pointer, integer, real = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
     lib.sd_linear.argtypes = [pointer, integer, integer, pointer, pointer, integer, pointer, pointer, integer]
-    lib.sd_norm_gated.argtypes = [pointer, integer, integer, pointer, real, pointer, pointer, integer, pointer,
-                                  pointer, integer]
-    lib.sd_norm_qkv_rotary.argtypes = [pointer, integer, integer, pointer, real, pointer, pointer, integer, integer,
-                                       integer, pointer, pointer, pointer, pointer, pointer, pointer, pointer,
-                                       integer, integer, integer]
     lib.sd_attention.argtypes = [pointer, integer, integer, integer, integer, pointer, pointer, integer, integer,
                                  pointer, real, pointer, pointer]
-    for name in ("sd_linear", "sd_norm_gated", "sd_norm_qkv_rotary", "sd_attention"):
+    for name in ("sd_linear", "sd_attention"):
         getattr(lib, name).restype = None
     lib.sd_layers.argtypes = [ctypes.POINTER(Layer), integer, ctypes.POINTER(Shape), pointer, integer, integer,
                               pointer, pointer, pointer, ctypes.POINTER(ctypes.c_void_p), integer]

@@ -1,5 +1,6 @@
 /* The lab's CPU kernels for a decoding or verification forward of a few rows through float16 weights
-   (specdec/native_kernels.py builds this file with the machine's C compiler and loads it; fused_runner.py uses it).
+   (specdec/native_kernels.py builds this file with the machine's C compiler and loads it; lab_kernel_runner.py runs
+   a forward through sd_layers).
 
    Why: on a 2-core CPU a one-token forward of a 135M model is ~200 small products plus ~600 small tensor ops; the
    products are bounded by memory bandwidth, and one thread reads less of it than two (docs/engine.md, "Lab kernels").
@@ -232,7 +233,7 @@ void sd_linear(const float *x, int M, int K, const uint16_t *W, const float *bia
 }
 
 /* gated [M][N] = silu(norm(x) @ Wgate.T) * (norm(x) @ Wup.T) for a gated pair W; normed: scratch [M][K] */
-void sd_norm_gated(const float *x, int M, int K, const float *norm_weight, float eps, const uint16_t *W,
+static void sd_norm_gated(const float *x, int M, int K, const float *norm_weight, float eps, const uint16_t *W,
                    const float *bias, int N, float *normed, float *gated, int threads) {
     rms_norm(x, M, K, norm_weight, eps, normed);
     job_t job = {normed, M, K, W, bias, N, gated, NULL, GATED};
@@ -243,7 +244,7 @@ void sd_norm_gated(const float *x, int M, int K, const float *norm_weight, float
    [M][Nq + 2 Nkv]); rotary on q and k with cos, sin [M][head_dim] (transformers' apply_rotary_pos_emb:
    q * cos + rotate_half(q) * sin); q out [M][Nq]; k and v written to the caches [kv_heads][cache_len][head_dim] at
    positions slot .. slot + M - 1. */
-void sd_norm_qkv_rotary(const float *x, int M, int K, const float *norm_weight, float eps, const uint16_t *W,
+static void sd_norm_qkv_rotary(const float *x, int M, int K, const float *norm_weight, float eps, const uint16_t *W,
                         const float *bias, int Nq, int Nkv, int head_dim, const float *cos, const float *sin,
                         float *normed, float *qkv, float *q, float *keys, float *values, int cache_len, int slot,
                         int threads) {

@@ -294,7 +294,7 @@ The small differences come from the end of a request: the lab never drafts past 
 drafts K and cuts.
 
 Target only, batch 1, quiet machines: on an AVX-512 EPYC the lab's engine on its own CPU kernels (float16 weights
-streamed on both cores) is 1.66× (1.59–1.84) and 1.92× (1.76–1.98) a vLLM server in bfloat16, 114–134 against
-69–71 tok/s; on torch's kernels it was level (1.05×), as on the AMX Xeon (1.01–1.10×), where the lab kernels were
+streamed on both cores) is 2.16× (2.00–2.27) and 1.86× (1.72–1.91) a vLLM server in bfloat16, 141–155 against
+71–75 tok/s; on torch's kernels it is level (1.05–1.08×), as on the AMX Xeon (1.01–1.10×), where the lab kernels were
 not measured (docs/vllm.md, "Lab engine vs vLLM").
 """
