@@ -19,9 +19,12 @@ import torch
 import torch.nn.functional as F
 
 from . import native_kernels, packed_weights
-from .static_runner import StaticLlamaRunner, rms_norm, supports_static
+from .static_runner import StaticLlamaRunner, layer_weights, plain_weights, rms_norm, supports_static
 
 KIND = "lab kernels (float16 weights)"
+# forwards of more rows (long prefills, never a verification) go through torch's float32 products on every thread the
+# model runs on: compute-bound there, MKL's GEMM beats the kernels' row blocks (docs/engine.md, "Lab kernels")
+LONG_ROWS = 384
 
 
 class PackedLayer(NamedTuple):
@@ -123,6 +126,8 @@ def _ptr(tensor: Optional[torch.Tensor]) -> Optional[int]:
 
 class LabKernelRunner(StaticLlamaRunner):
     def _prepare_weights(self, model) -> None:
+        self.layers = [layer_weights(layer, packed=False) for layer in model.model.layers]  # long forwards
+        self.head = plain_weights(model.lm_head)
         self.packed = packed_model(model)
         self.lib = native_kernels.library()
         config = model.config
@@ -140,6 +145,8 @@ class LabKernelRunner(StaticLlamaRunner):
 
     @torch.inference_mode()
     def _call(self, ids: list[int], last_only: bool) -> torch.Tensor:
+        if len(ids) > LONG_ROWS:
+            return super()._call(ids, last_only)  # the same cache, torch's products (module constant above)
         kernel_threads = torch.get_num_threads()  # the model's count (threads_for_model): the kernels run on it
         torch.set_num_threads(1)  # the few torch ops around the kernel calls (embedding, final norm) on this thread
         try:

@@ -165,16 +165,22 @@ class LayerWeights(NamedTuple):
     act: object
 
 
-def layer_weights(layer) -> LayerWeights:
+def layer_weights(layer, packed: bool = True) -> LayerWeights:
+    """A layer's weights for `linear`: packed copies where they help (packed_weights.py), or (packed=False) the
+    module's own (weight, bias)."""
+    weights = linear_weights if packed else plain_weights
     attn, mlp = layer.self_attn, layer.mlp
     return LayerWeights(
         input_norm=(layer.input_layernorm.weight, layer.input_layernorm.variance_epsilon),
-        q=linear_weights(attn.q_proj), k=linear_weights(attn.k_proj), v=linear_weights(attn.v_proj),
-        o=linear_weights(attn.o_proj),
+        q=weights(attn.q_proj), k=weights(attn.k_proj), v=weights(attn.v_proj), o=weights(attn.o_proj),
         post_norm=(layer.post_attention_layernorm.weight, layer.post_attention_layernorm.variance_epsilon),
-        gate=linear_weights(mlp.gate_proj), up=linear_weights(mlp.up_proj), down=linear_weights(mlp.down_proj),
+        gate=weights(mlp.gate_proj), up=weights(mlp.up_proj), down=weights(mlp.down_proj),
         act=mlp.act_fn,
     )
+
+
+def plain_weights(module: torch.nn.Linear) -> tuple:
+    return module.weight, module.bias
 
 
 def rms_norm(hidden: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from specdec import DecodeSettings, generate, load_drafter, load_model, native_kernels, packed_weights, tuning
+from specdec import lab_kernel_runner
 from specdec.lab_kernel_runner import KIND, LabKernelRunner, fits
 from specdec.static_runner import StaticLlamaRunner
 from tiny_models import IDS, build_model, drive, perturbed_copy, save, tiny_config
@@ -144,6 +145,20 @@ def test_a_verification_row_equals_a_one_token_forward_bit_for_bit(model):
     one_at_a_time = torch.cat([runner.forward([token]) for token in IDS[4:10]])
     runner.rollback(4)
     assert torch.equal(runner.forward(IDS[4:10]), one_at_a_time)
+
+
+def test_a_long_forward_goes_through_torchs_products_into_the_same_cache(model, monkeypatch):
+    monkeypatch.setattr(lab_kernel_runner, "LONG_ROWS", 4)  # IDS[:6] is then long
+    ours, torchs = LabKernelRunner(model, VOCAB, 32), StaticLlamaRunner(model, VOCAB, 32)
+    torch.testing.assert_close(ours.prefill(IDS[:6]), torchs.prefill(IDS[:6]), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(ours.forward(IDS[6:9]), torchs.forward(IDS[6:9]), rtol=1e-4, atol=1e-5)
+
+
+def test_long_forwards_make_no_second_copy_of_the_weights(monkeypatch):
+    monkeypatch.setattr(lab_kernel_runner, "LONG_ROWS", 4)
+    model = kernel_model("llama", seed=5)
+    LabKernelRunner(model, VOCAB, 32).prefill(IDS[:8])
+    assert packed_weights.copy_bytes(model) == lab_kernel_runner.packed_model(model).nbytes
 
 
 def test_a_tree_node_scores_as_its_chain_would(model):
