@@ -166,15 +166,17 @@ class LabKernelRunner(StaticLlamaRunner):
         else:
             cos, sin = self.cos[0, start : start + n].contiguous(), self.sin[0, start : start + n].contiguous()
             visible = None  # a chain: row i sees the cache and new rows 0 .. i
+        # the residual stream after each layer in self.hidden_layers (0: the embeddings, copied before the kernels
+        # write the layers' outputs over `hidden`)
         kept = {layer: hidden.clone() if layer == 0 else torch.empty(n, self.width) for layer in self.hidden_layers}
         wanted = (ctypes.c_void_p * (len(self.c_layers) + 1))(
-            *[kept[layer].data_ptr() if layer in kept else None for layer in range(len(self.c_layers) + 1)])
-        stream = hidden  # [n, d]: the residual stream, the layers' outputs written over it
-        if self.lib.sd_layers(self.c_layers, len(self.c_layers), ctypes.byref(self.c_shape), stream.data_ptr(), n,
+            *[kept[layer].data_ptr() if layer in kept else None for layer in range(len(self.c_layers) + 1)]
+        ) if kept else None
+        if self.lib.sd_layers(self.c_layers, len(self.c_layers), ctypes.byref(self.c_shape), hidden.data_ptr(), n,
                               start, cos.data_ptr(), sin.data_ptr(), _ptr(visible), wanted, threads):
             raise MemoryError("the lab kernels could not allocate their scratch for this forward")
         every_row = not last_only or (self.keep_hidden and not self.hidden_layers)
-        final = rms_norm(stream if every_row else stream[-1:], *self.final_norm)  # [rows, d]
+        final = rms_norm(hidden if every_row else hidden[-1:], *self.final_norm)  # [rows, d]
         if self.hidden_layers:
             self.hidden = torch.cat([kept[layer] for layer in self.hidden_layers], dim=-1)  # [n, m * d]
         elif self.keep_hidden:

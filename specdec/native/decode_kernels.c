@@ -54,9 +54,9 @@ typedef __m256 vec;
 #endif
 #define VECS (GROUP / LANES)
 
-/* sums[r][GROUP] = x[r] . W[group] for rows r < rows (<= ROW_BLOCK); group: [K][GROUP] halves */
-static inline __attribute__((always_inline)) void group_rows(const float *x, int ldx, int rows, int K,
-                                                               const uint16_t *group, float *sums) {
+/* sums[r][GROUP] = x[r] . W[group] for rows r < rows (<= ROW_BLOCK) of x [rows][K]; group: [K][GROUP] halves */
+static inline __attribute__((always_inline)) void group_rows(const float *x, int rows, int K, const uint16_t *group,
+                                                               float *sums) {
     vec acc[ROW_BLOCK][VECS];
     for (int r = 0; r < ROW_BLOCK; r++)
         for (int v = 0; v < VECS; v++) acc[r][v] = VZERO();
@@ -66,7 +66,7 @@ static inline __attribute__((always_inline)) void group_rows(const float *x, int
         for (int v = 0; v < VECS; v++) weights[v] = VHALF(w + v * LANES);
         for (int r = 0; r < ROW_BLOCK; r++) {
             if (r >= rows) break;
-            vec xb = VSET1(x[(size_t)r * ldx + k]);
+            vec xb = VSET1(x[(size_t)r * K + k]);
             for (int v = 0; v < VECS; v++) acc[r][v] = VFMA(xb, weights[v], acc[r][v]);
         }
     }
@@ -75,15 +75,15 @@ static inline __attribute__((always_inline)) void group_rows(const float *x, int
 }
 
 /* group_rows with the row count a constant in each branch, so the compiler keeps only the accumulators it uses */
-static void group_rows_of(const float *x, int ldx, int rows, int K, const uint16_t *group, float *sums) {
+static void group_rows_of(const float *x, int rows, int K, const uint16_t *group, float *sums) {
     switch (rows) {
-    case 1: group_rows(x, ldx, 1, K, group, sums); break;
+    case 1: group_rows(x, 1, K, group, sums); break;
 #if ROW_BLOCK == 6
-    case 2: group_rows(x, ldx, 2, K, group, sums); break;
-    case 3: group_rows(x, ldx, 3, K, group, sums); break;
-    case 4: group_rows(x, ldx, 4, K, group, sums); break;
-    case 5: group_rows(x, ldx, 5, K, group, sums); break;
-    default: group_rows(x, ldx, ROW_BLOCK, K, group, sums); break;
+    case 2: group_rows(x, 2, K, group, sums); break;
+    case 3: group_rows(x, 3, K, group, sums); break;
+    case 4: group_rows(x, 4, K, group, sums); break;
+    case 5: group_rows(x, 5, K, group, sums); break;
+    default: group_rows(x, ROW_BLOCK, K, group, sums); break;
 #endif
     }
 }
@@ -109,8 +109,8 @@ static void run_group(const job_t *job, int j) {
     for (int m = 0; m < job->M; m += ROW_BLOCK) {
         int rows = job->M - m < ROW_BLOCK ? job->M - m : ROW_BLOCK;
         const float *x = job->x + (size_t)m * job->K;
-        group_rows_of(x, job->K, rows, job->K, group, sums);
-        if (job->mode == GATED) group_rows_of(x, job->K, rows, job->K, group + (size_t)GROUP * job->K, up);
+        group_rows_of(x, rows, job->K, group, sums);
+        if (job->mode == GATED) group_rows_of(x, rows, job->K, group + (size_t)GROUP * job->K, up);
         for (int r = 0; r < rows; r++) {
             float *y = job->y + (size_t)(m + r) * job->N + n0;
             const float *s = sums + r * GROUP;
@@ -234,7 +234,7 @@ void sd_linear(const float *x, int M, int K, const uint16_t *W, const float *bia
 
 /* gated [M][N] = silu(norm(x) @ Wgate.T) * (norm(x) @ Wup.T) for a gated pair W; normed: scratch [M][K] */
 static void sd_norm_gated(const float *x, int M, int K, const float *norm_weight, float eps, const uint16_t *W,
-                   const float *bias, int N, float *normed, float *gated, int threads) {
+                          const float *bias, int N, float *normed, float *gated, int threads) {
     rms_norm(x, M, K, norm_weight, eps, normed);
     job_t job = {normed, M, K, W, bias, N, gated, NULL, GATED};
     run_job(&job, threads);
@@ -244,10 +244,10 @@ static void sd_norm_gated(const float *x, int M, int K, const float *norm_weight
    [M][Nq + 2 Nkv]); rotary on q and k with cos, sin [M][head_dim] (transformers' apply_rotary_pos_emb:
    q * cos + rotate_half(q) * sin); q out [M][Nq]; k and v written to the caches [kv_heads][cache_len][head_dim] at
    positions slot .. slot + M - 1. */
-static void sd_norm_qkv_rotary(const float *x, int M, int K, const float *norm_weight, float eps, const uint16_t *W,
-                        const float *bias, int Nq, int Nkv, int head_dim, const float *cos, const float *sin,
-                        float *normed, float *qkv, float *q, float *keys, float *values, int cache_len, int slot,
-                        int threads) {
+static void sd_norm_qkv_rotary(const float *x, int M, int K, const float *norm_weight, float eps,
+                               const uint16_t *W, const float *bias, int Nq, int Nkv, int head_dim, const float *cos,
+                               const float *sin, float *normed, float *qkv, float *q, float *keys, float *values,
+                               int cache_len, int slot, int threads) {
     int N = Nq + 2 * Nkv, half = head_dim / 2;
     rms_norm(x, M, K, norm_weight, eps, normed);
     job_t job = {normed, M, K, W, bias, N, qkv, NULL, PLAIN};
