@@ -8,7 +8,8 @@ training checkpoint; an EAGLE-3 head's zoo.json names the target layers it reads
 smollm2-135m-eagle). The float32 target decodes each held-out prompt (chat template, 64 new tokens) through the
 engine with the head drafting K tokens a step (a chain, or with --trees an EAGLE-2 tree of each (top, beam,
 nodes) shape, K levels deep); printed per folder, draft and K: tokens per target forward pooled over each kind's
-prompts (bonus/correction token included). Greedy decoding is
+prompts (bonus/correction token included); with --positions, for chains, also each position's acceptance given the
+positions before it were accepted (over the steps that drafted all K: where the chain's tokens are lost). Greedy decoding is
 deterministic, so two heads compare exactly, without timing noise; how that turns into wall-clock speed is the
 Sweep's measurement (scripts/measure_sweep.py). `--split trained` measures on instructions a profile's heads
 trained on instead (--profile's greedy batches, evenly spaced through its data; bf16: the shipped heads'): the gap
@@ -53,6 +54,15 @@ def asked_held_out(target, count: int) -> dict[str, list[str]]:
     return {"asked": [t for t in texts if t not in trained][:count]}
 
 
+def conditional_acceptance(accepted: list[int], k: int) -> list[str]:
+    """Position i's acceptance among the steps whose positions 1..i-1 were all accepted (and how many those were)."""
+    out = []
+    for i in range(1, k + 1):
+        reached = sum(1 for n in accepted if n >= i - 1)
+        out.append(f"{sum(1 for n in accepted if n >= i) / reached:.3f}/{reached}" if reached else "-")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folders", nargs="*", default=[str(drafter_dir("smollm2-135m-eagle"))])
@@ -63,6 +73,8 @@ def main() -> None:
     parser.add_argument("--trees", default="", help='(top, beam, nodes) triples, e.g. "(3,3,8)": tree drafts too')
     parser.add_argument("--split", choices=("heldout", "trained", "asked"), default="heldout")
     parser.add_argument("--profile", default="bf16", choices=sorted(PROFILES), help="whose data --split trained reads")
+    parser.add_argument("--positions", action="store_true",
+                        help="chains: each position's acceptance given the ones before it, per kind")
     args = parser.parse_args()
     target = load_model("smollm2-135m-instruct", dtype="float32")
     kinds = args.kinds.split(",")
@@ -81,15 +93,22 @@ def main() -> None:
             drafter.tree_shape = shape
             draft = "chain" if shape is None else f"tree ({shape.top},{shape.beam},{shape.nodes})"
             for k in (int(k) for k in args.ks.split(",")):
-                shares = []
+                shares, by_position = [], []
                 for kind, prompt_ids in prompts.items():
                     tokens = forwards = 0
+                    accepted = []  # per full step of a chain: how many of its K drafts were accepted
                     for ids in prompt_ids:
                         settings = DecodeSettings(max_new_tokens=args.new_tokens, k=k)
-                        metrics = generate(target, drafter, ids, settings).metrics
-                        tokens, forwards = tokens + metrics.new_tokens, forwards + metrics.target_forwards
+                        result = generate(target, drafter, ids, settings)
+                        tokens, forwards = tokens + result.metrics.new_tokens, forwards + result.metrics.target_forwards
+                        accepted += [e.num_accepted for e in result.events if e.k == k and not e.tree]
                     shares.append(f"{kind} {tokens / forwards:.3f}")
+                    if args.positions and shape is None:
+                        by_position.append(f"{kind} " + " ".join(conditional_acceptance(accepted, k)))
                 print(f"{folder} {draft} K={k}: " + ", ".join(shares), flush=True)
+                if by_position:
+                    print(f"    acceptance at positions 1..{k} given the earlier ones: " + "; ".join(by_position),
+                          flush=True)
 
 
 if __name__ == "__main__":

@@ -107,6 +107,56 @@ def test_the_eagle3_recipe_refuses_data_without_the_layers_it_reads(tmp_path):
                   prompts=[("chat", "hello there")], only=(EAGLE3,), log=lambda s: None)
 
 
+def _tiny_eagle3_zoo(model, out, work, profile):
+    from specdec.zoo.pipeline import build_zoo
+
+    prompts = [("chat", "hello there"), ("code", "def f(x): return x"), ("rewrite", "make it short please")]
+    return build_zoo(model, CharTokenizer(), out, work, profile, seed=0, command="test", prompts=prompts,
+                     log=lambda s: None)
+
+
+def _trained_then_again(tmp_path, init_from=None, **recipe):
+    """A tiny EAGLE-3 head trained into tmp_path/first, then a second run on the same data with `recipe` changed, from
+    init_from(first head's folder) (default: that folder itself); returns the second run's zoo.json record."""
+    from dataclasses import replace
+
+    from specdec.zoo.pipeline import EAGLE3, PROFILES
+
+    model = tiny_llama(128, seed=6, layers=3)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    tiny = PROFILES["tiny-eagle3"]
+    _tiny_eagle3_zoo(model, tmp_path / "first", tmp_path / "work", tiny)
+    init_from = str(tmp_path / "first" / EAGLE3) if init_from is None else init_from(tmp_path / "first" / EAGLE3)
+    again = replace(tiny, eagle3=replace(tiny.eagle3, init_from=init_from, **recipe))
+    return _tiny_eagle3_zoo(model, tmp_path / "again", tmp_path / "work", again)["drafters"][EAGLE3]
+
+
+def test_training_from_a_trained_head_starts_from_its_weights(tmp_path):
+    from specdec.zoo.build import load_tensors
+    from specdec.zoo.pipeline import EAGLE3
+
+    # one step at learning rate 0 changes nothing: what is saved is what the run started from
+    meta = _trained_then_again(tmp_path, max_steps=1, lr=0.0)
+    first, second = load_tensors(tmp_path / "first" / EAGLE3), load_tensors(tmp_path / "again" / EAGLE3)
+    assert first.keys() == second.keys()
+    assert all(torch.equal(first[k], second[k]) for k in first)
+    assert str(tmp_path / "first" / EAGLE3) in meta["init"] and "sha256" in meta["init"]
+
+
+def test_training_from_a_head_of_another_draft_vocabulary_is_refused(tmp_path):
+    from specdec.zoo.build import load_tensors, read_meta, save_tensors
+
+    def shifted(trained):  # the trained head with every draft id moved by one
+        tensors = load_tensors(trained)
+        tensors["draft_vocab"] = tensors["draft_vocab"] + 1
+        save_tensors(tmp_path / "shifted", tensors, read_meta(trained))
+        return str(tmp_path / "shifted")
+
+    with pytest.raises(ValueError, match="another draft vocabulary"):
+        _trained_then_again(tmp_path, init_from=shifted)
+
+
 def test_eagle3_is_one_registry_entry_with_an_eight_node_tree_of_its_weights():
     from specdec.zoo import BY_NAME, EAGLE3, EAGLE3_TREE, TREES, WEIGHTS
 

@@ -23,7 +23,7 @@ PINS = {
     "smollm2-135m-early-exit": (3, 74),
     "smollm2-135m-medusa": (5, 68),
     "smollm2-135m-eagle": (5, 66),
-    "smollm2-135m-eagle3": (10, 50),
+    "smollm2-135m-eagle3": (8, 54),
 }
 
 

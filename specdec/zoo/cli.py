@@ -26,8 +26,9 @@ def add_parser(sub) -> None:
                           "(eagle3-more-data with three quarters chat instructions from more templates); eagle3-chat-all: "
                           "the EAGLE-3 head shipped until 2026-12-05 (eagle3-chat's plan to its end, a third more data, 7 "
                           "passes); eagle3-concat: eagle3-chat-all's data and recipe in vLLM's eagle3 layer (shipped until "
-                          "2026-12-05 05:30 UTC); eagle3-asked: the shipped EAGLE-3 head (eagle3-concat plus instructions "
-                          "the target wrote itself); tiny, tiny-eagle3: seconds")
+                          "2026-12-05 05:30 UTC); eagle3-asked: eagle3-concat plus instructions the target wrote itself "
+                          "(shipped until 2026-12-05 11:10 UTC); eagle3-asked-more: the shipped EAGLE-3 head (eagle3-asked's, "
+                          "5 more passes from its weights); tiny, tiny-eagle3: seconds")
     zoo.add_argument("--seed", type=int, default=0)
     zoo.add_argument("--out", default=None, help="folder for the drafters (default: assets/drafters)")
     zoo.add_argument("--work", default=None, help="data shards and logs (default: ~/.cache/specdec/zoo-work/<profile>)")

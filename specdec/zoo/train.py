@@ -49,6 +49,7 @@ class TrainConfig:
     eagle_intermediate: int | None = None  # eagle: the head layer's MLP width (None: the target's)
     eagle_input: str = "fc"  # eagle: EagleHead's input_layout ("concat": EAGLE-3's reference layer, vLLM's)
     checkpoints: tuple[float, ...] = ()  # fractions of the planned steps at which a copy is saved (the curve)
+    init_from: str | None = None  # eagle: a trained head's folder to start from (relative: in the work folder)
 
 
 def draft_vocabulary(records: list[dict], size: int, skip: int, eos_id: int, vocab_size: int = 0) -> torch.Tensor:
@@ -252,12 +253,16 @@ def _rope(config, batch, n, shift: int = 0):
     return cos[None, shift:], sin[None, shift:]
 
 
-def train_eagle(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainConfig, log=print, checkpoint=None):
-    """An EAGLE head (cfg.feature_layers: an EAGLE-3 head); checkpoint(head, record) at cfg.checkpoints."""
+def train_eagle(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainConfig, log=print, checkpoint=None,
+                init_state: dict[str, torch.Tensor] | None = None):
+    """An EAGLE head (cfg.feature_layers: an EAGLE-3 head); checkpoint(head, record) at cfg.checkpoints.
+    init_state: a trained head's state dict to go on training from (cfg.init_from) instead of the identity."""
     torch.manual_seed(cfg.seed)
     config = target_model.config
     head = EagleHead(config, cfg.eagle_layers, cfg.feature_layers, cfg.eagle_intermediate, cfg.eagle_input).float()
     head.init_identity(cfg.seed, target_model.model.norm.weight.detach())
+    if init_state is not None:
+        head.load_state_dict({k: v.float() for k, v in init_state.items()}, strict=True)
     head.float().train()
     w_full = _frozen_head(target_model, vocab)
     emb = target_model.get_input_embeddings().weight.detach().float()
