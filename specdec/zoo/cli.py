@@ -28,7 +28,8 @@ def add_parser(sub) -> None:
                           "passes); eagle3-concat: eagle3-chat-all's data and recipe in vLLM's eagle3 layer (shipped until "
                           "2026-12-05 05:30 UTC); eagle3-asked: eagle3-concat plus instructions the target wrote itself "
                           "(shipped until 2026-12-05 11:10 UTC); eagle3-asked-more: the shipped EAGLE-3 head (eagle3-asked's, "
-                          "5 more passes from its weights); tiny, tiny-eagle3: seconds")
+                          "5 more passes from its weights); eagle3-wide: an experiment (eagle3-asked's recipe with the target's MLP "
+                          "width, half the steps); tiny, tiny-eagle3: seconds")
     zoo.add_argument("--seed", type=int, default=0)
     zoo.add_argument("--out", default=None, help="folder for the drafters (default: assets/drafters)")
     zoo.add_argument("--work", default=None, help="data shards and logs (default: ~/.cache/specdec/zoo-work/<profile>)")

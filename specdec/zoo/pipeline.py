@@ -151,11 +151,12 @@ PROFILES["eagle3-asked-more"] = replace(
     eagle3=replace(PROFILES["eagle3-asked"].eagle3, init_from="init", lr=7.5e-4, checkpoints=(0.25, 0.5, 0.75)))
 # An experiment (docs/zoo.md, "A wider head"): is the head's capacity what bounds held-out chat? eagle3-asked's data and
 # recipe with the target's MLP width (1,536 instead of 640: ~10.2 MB instead of 7.1 in bf16, past the 40 MB zoo), from
-# the identity, for half of eagle3-asked's steps on a schedule of their own (the session's time). Reuse eagle3-asked's
-# shards as eagle3-asked-more does (no init folder).
+# the identity, for half of eagle3-asked's steps on a schedule of their own (the session's time: 20.9 minutes). Reuse
+# eagle3-asked's shards as eagle3-asked-more does (no init folder). Level with the narrow head at equal steps.
 PROFILES["eagle3-wide"] = replace(
     PROFILES["eagle3-asked"], name="eagle3-wide",
-    eagle3=replace(PROFILES["eagle3-asked"].eagle3, eagle_intermediate=1536, max_steps=3398, checkpoints=(0.5,)))
+    eagle3=replace(PROFILES["eagle3-asked"].eagle3, eagle_intermediate=1536, max_steps=3398, checkpoints=(0.5,),
+                   time_budget_s=28 * 60))
 # seconds: the EAGLE-3 pipeline smoke test (tiny random target of 3 layers)
 PROFILES["tiny-eagle3"] = replace(
     PROFILES["tiny"], name="tiny-eagle3", feature_layers=(1, 2), drafters=(EAGLE3,),
