@@ -126,12 +126,12 @@ def build_and_load(path: Path, target: tuple[str, ...]):
 
 class Layer(ctypes.Structure):
     """decode_kernels.c's layer_t: one decoder layer's packed weights and one sequence's cache (addresses)."""
-    _fields_ = [(name, kind) for name, kind in [
+    _fields_ = [
         ("input_norm", ctypes.c_void_p), ("input_eps", ctypes.c_float), ("qkv", ctypes.c_void_p),
         ("qkv_bias", ctypes.c_void_p), ("o", ctypes.c_void_p), ("o_bias", ctypes.c_void_p),
         ("post_norm", ctypes.c_void_p), ("post_eps", ctypes.c_float), ("gated", ctypes.c_void_p),
         ("gated_bias", ctypes.c_void_p), ("down", ctypes.c_void_p), ("down_bias", ctypes.c_void_p),
-        ("keys", ctypes.c_void_p), ("values", ctypes.c_void_p)]]
+        ("keys", ctypes.c_void_p), ("values", ctypes.c_void_p)]
 
 
 class Shape(ctypes.Structure):

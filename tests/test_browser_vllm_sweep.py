@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from specdec.vllm import launcher
 from test_browser import browser_page, sweep_drafts, sweep_settings
-from test_vllm_server import PROMPTS, _venv_or_skip
+from test_vllm_server import PROMPTS, _venv_or_skip, smollm2_spec
 
 pytestmark = pytest.mark.skipif(not os.environ.get("SPECDEC_VLLM_SWEEP_TEST"),
                                 reason="the vLLM sweep starts servers of its own (4-8 minutes on a 2-core CPU): set "
@@ -18,12 +18,7 @@ pytestmark = pytest.mark.skipif(not os.environ.get("SPECDEC_VLLM_SWEEP_TEST"),
 
 @pytest.fixture(scope="module")
 def baseline():
-    python = _venv_or_skip()
-    from specdec.vllm.export import resolve_target
-
-    spec = launcher.ServeSpec(target=resolve_target("smollm2-135m-instruct"), name="smollm2-135m-instruct",
-                              dtype="float32", max_model_len=1024, enforce_eager=True)
-    record = launcher.start(python, spec)
+    record = launcher.start(_venv_or_skip(), smollm2_spec())
     try:
         launcher.wait_healthy([record])
         yield record

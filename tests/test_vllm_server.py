@@ -44,18 +44,23 @@ def _venv_or_skip():
     return venv_python(venv)
 
 
+def smollm2_spec(**speculation) -> launcher.ServeSpec:
+    """A server of SmolLM2 in float32 (greedy text compares token for token), eager: these tests check behaviour, not
+    speed, and an eager server is healthy in ~30 s instead of ~75. speculation: method, k, draft."""
+    from specdec.vllm.export import resolve_target
+
+    return launcher.ServeSpec(target=resolve_target("smollm2-135m-instruct"), name="smollm2-135m-instruct",
+                              dtype="float32", max_model_len=1024, enforce_eager=True, **speculation)
+
+
 @pytest.fixture(scope="module")
 def servers():
     python = _venv_or_skip()
-    from specdec.vllm.export import resolve_draft, resolve_target
+    from specdec.vllm.export import resolve_draft
 
-    target = resolve_target("smollm2-135m-instruct")
-    # eager: these tests check behaviour, not speed, and an eager server is healthy in ~30 s instead of ~75
-    common = dict(target=target, name="smollm2-135m-instruct", dtype="float32", max_model_len=1024, enforce_eager=True)
-    specs = {"ngram": launcher.ServeSpec(method="ngram", k=4, **common),
-             "draft": launcher.ServeSpec(method="draft_model", k=3, draft=resolve_draft("smollm2-135m-draft"),
-                                         **common),
-             "base": launcher.ServeSpec(**common)}
+    specs = {"ngram": smollm2_spec(method="ngram", k=4),
+             "draft": smollm2_spec(method="draft_model", k=3, draft=resolve_draft("smollm2-135m-draft")),
+             "base": smollm2_spec()}
     records = {}
     try:
         for key, spec in specs.items():
@@ -273,10 +278,7 @@ def test_vllm_drafts_with_the_exported_eagle3_head_as_the_lab_does(servers):
     from specdec.vllm.export import resolve_draft
 
     python = _venv_or_skip()
-    spec = launcher.ServeSpec(method="eagle3", k=3, draft=resolve_draft("smollm2-135m-eagle3"),
-                              target=servers["base"]["target"],
-                              name="smollm2-135m-instruct", dtype="float32", max_model_len=1024, enforce_eager=True)
-    record = launcher.start(python, spec)
+    record = launcher.start(python, smollm2_spec(method="eagle3", k=3, draft=resolve_draft("smollm2-135m-eagle3")))
     try:
         launcher.wait_healthy([record])
         lead = vllm_engine.connect(record["url"], record_for=launcher.record_for, speculative=True)
