@@ -34,14 +34,16 @@ from specdec.tree import TreeShape  # noqa: E402
 from specdec.zoo.asked import write_instructions  # noqa: E402
 from specdec.zoo.build import build_eagle, drafter_dir  # noqa: E402
 from specdec.zoo.data import chat_ids, trained_greedy_prompts  # noqa: E402
-from specdec.zoo.pipeline import PROFILES, default_work  # noqa: E402
+from specdec.zoo.pipeline import PROFILES, chat_topics, default_work  # noqa: E402
 from specdec.zoo.prompts import build_prompts, heldout_prompts  # noqa: E402
 
 
 def trained_prompts(target, per_kind: int, profile_name: str) -> dict[str, list[str]]:
     """``per_kind`` instructions of each kind that a profile's data answered greedily, evenly spaced through it."""
     profile = PROFILES[profile_name]
-    trained = trained_greedy_prompts(target.tokenizer, build_prompts("train", profile.prompts, mix=profile.prompt_mix),
+    topics = chat_topics(target.model, target.tokenizer, default_work(profile_name), profile.topic_source)
+    trained = trained_greedy_prompts(target.tokenizer, build_prompts("train", profile.prompts, mix=profile.prompt_mix,
+                                                                     chat_topics=topics),
                                      batch_size=profile.gen_batch, max_batches=profile.gen_batches)
     return {kind: texts[::max(1, len(texts) // per_kind)][:per_kind] for kind, texts in trained.items()}
 

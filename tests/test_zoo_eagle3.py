@@ -162,3 +162,37 @@ def test_eagle3_is_one_registry_entry_with_an_eight_node_tree_of_its_weights():
 
     assert BY_NAME[EAGLE3].tree is None and BY_NAME[EAGLE3].family == "eagle"
     assert TREES[EAGLE3_TREE].nodes == 8 and WEIGHTS[EAGLE3_TREE] == EAGLE3
+
+
+@pytest.mark.parametrize("input_layout", EagleHead.INPUT_LAYOUTS)
+def test_a_heads_teacher_forced_first_guesses_are_its_first_drafts_in_decoding(input_layout):
+    from specdec.zoo.first_guess import first_guesses, target_pass
+
+    model = tiny_llama(64, seed=9, layers=3)
+    target = loaded(model)
+    drafter = random_eagle3(target, vocab=64, draft_vocab=torch.arange(0, 64, 2), input_layout=input_layout)
+    prompt = [4, 8, 15, 16, 23, 42]
+    seen = target_pass(model, prompt, 16, drafter.head.feature_layers)
+    guesses = first_guesses(model, drafter.head, drafter.head_rows.ids, seen.ids, seen.states)
+    result = Generation(target, drafter, prompt, DecodeSettings(max_new_tokens=16, k=1)).result()
+    assert result.token_ids == seen.ids[len(prompt):].tolist()
+    position, drafts = len(prompt), []
+    for event in result.events:
+        if event.k == 1:
+            drafts.append((event.drafted[0].token_id, int(guesses[position - 2])))
+        position += len(event.emitted_ids)
+    assert len(drafts) >= 8 and all(draft == guess for draft, guess in drafts)
+
+
+def test_first_guess_agreement_counts_every_answer_token_after_the_first_and_which_the_head_could_draft():
+    from specdec.zoo.first_guess import agreement, target_pass
+
+    model = tiny_llama(64, seed=9, layers=3)
+    drafter = random_eagle3(loaded(model), vocab=64, draft_vocab=torch.arange(0, 64, 2))
+    prompt = [4, 8, 15, 16, 23, 42]
+    seen = target_pass(model, prompt, 16, drafter.head.feature_layers)
+    agree, confidence, draftable = agreement(model, drafter.head, drafter.head_rows.ids, seen)
+    answer = seen.ids[len(prompt):]
+    assert len(agree) == len(confidence) == len(draftable) == len(answer) - 1
+    assert torch.equal(draftable, answer[1:] % 2 == 0)  # the target's greedy choices, in the even-id draft vocabulary
+    assert not agree[~draftable].any() and bool(((confidence > 0) & (confidence <= 1)).all())

@@ -48,6 +48,8 @@ class ZooProfile:
     drafters: tuple[str, ...] = NAMES  # what --stage train trains without --only
     prompt_mix: str = "default"  # prompts.build_prompts' mix of instruction kinds
     asked_prompts: int = 0  # instructions the target writes itself (asked.py), answered into work/asked-shards too
+    topic_source: str = "lists"  # chat topics: prompts.py's lists, or "vocabulary" (topics.py; kept in work/topics.json)
+    draft_vocab_from: str | None = None  # a trained drafter's folder (relative: in work) whose draft vocabulary to keep
 
 
 PROFILES = {
@@ -157,6 +159,14 @@ PROFILES["eagle3-wide"] = replace(
     PROFILES["eagle3-asked"], name="eagle3-wide",
     eagle3=replace(PROFILES["eagle3-asked"].eagle3, eagle_intermediate=1536, max_steps=3398, checkpoints=(0.5,),
                    time_budget_s=28 * 60))
+# An experiment (docs/zoo.md, "What the first guess misses"): the head misses the target's confident choices on held-out
+# topics, not held-out ways of asking. The shipped head (<work>/init: assets/drafters/smollm2-135m-eagle3) trained on
+# the answers to eagle3-chat's mix of instructions with its chat topics drawn from ~9,800 words of the target's own
+# vocabulary (topics.py) instead of ~200 listed ones; its draft vocabulary kept, so it goes on from its weights.
+PROFILES["eagle3-topics"] = replace(
+    PROFILES["eagle3-asked-more"], name="eagle3-topics", asked_prompts=0, topic_source="vocabulary",
+    draft_vocab_from="init", gen_batches=56, gen_time_budget_s=40 * 60,
+    eagle3=replace(PROFILES["eagle3-asked-more"].eagle3, epochs=4, checkpoints=(0.5,)))
 # seconds: the EAGLE-3 pipeline smoke test (tiny random target of 3 layers)
 PROFILES["tiny-eagle3"] = replace(
     PROFILES["tiny"], name="tiny-eagle3", feature_layers=(1, 2), drafters=(EAGLE3,),
@@ -211,10 +221,28 @@ def default_work(profile_name: str) -> Path:
     return Path.home() / ".cache" / "specdec" / "zoo-work" / profile_name
 
 
+def chat_topics(model, tokenizer, work: Path, source: str, log=print) -> list[str] | None:
+    """The chat topics of a profile's data: None for prompts.py's lists; "vocabulary": topics.vocabulary_topics,
+    chosen once and kept in work/topics.json (the choice reads the target: a run resumed later keeps its list)."""
+    if source == "lists":
+        return None
+    if source != "vocabulary":
+        raise ValueError(f"topic_source must be 'lists' or 'vocabulary', not {source!r}")
+    from .topics import vocabulary_topics
+
+    path = Path(work) / "topics.json"
+    if not path.exists():
+        topics = vocabulary_topics(model, tokenizer)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"source": source, "topics": topics}, indent=0))
+        log(f"topics: {len(topics)} words of the target's vocabulary")
+    return json.loads(path.read_text())["topics"]
+
+
 def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, seed: int = 0, command: str = "",
               stage: str = "all", prompts=None, only: tuple[str, ...] | None = None, log=print) -> dict:
     from .asked import asked_prompts
-    from .build import save_tensors
+    from .build import load_tensors, save_tensors
     from .data import generate_with_features, load_shards, system_prefix_length
     from .prompts import build_prompts
 
@@ -224,8 +252,9 @@ def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, s
     shards = work / "shards"
     summary = {"profile": profile.name, "seed": seed, "command": command}
     if stage in ("all", "data"):
-        prompts = prompts if prompts is not None else build_prompts("train", profile.prompts, seed=seed,
-                                                                       mix=profile.prompt_mix)
+        if prompts is None:
+            topics = chat_topics(model, tokenizer, work, profile.topic_source, log)
+            prompts = build_prompts("train", profile.prompts, seed=seed, mix=profile.prompt_mix, chat_topics=topics)
         t0 = time.time()
         answer = functools.partial(  # the profile's way of answering instructions, whoever wrote them
             generate_with_features, model, tokenizer, exit_layer=profile.exit_layer, batch_size=profile.gen_batch,
@@ -246,14 +275,19 @@ def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, s
         records += load_shards(work / "asked-shards")
     skip = system_prefix_length(tokenizer)
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    vocab = draft_vocabulary(records, profile.draft_vocab, skip, eos, model.config.vocab_size)
+    if profile.draft_vocab_from:  # training goes on from a head on other data: its output rows must mean the same ids
+        vocab = load_tensors(work / profile.draft_vocab_from)["draft_vocab"].long()
+    else:
+        vocab = draft_vocabulary(records, profile.draft_vocab, skip, eos, model.config.vocab_size)
     data_note = {
         "source": "self-distillation: the target's own answers (half greedy, half T=0.7) to templated training "
                   "instructions (chat prose, code, rewriting; prompts.py), built offline from topic lists and the "
                   "CPython standard library's source and docs (PSF License 2.0); held-out topics, tasks and "
                   "passages are never used" + ("; and to instructions the target wrote itself (asked.py), none "
                                                "naming a held-out topic or using a held-out template's wording"
-                                               if profile.asked_prompts else ""),
+                                               if profile.asked_prompts else "")
+                  + ("; chat topics: words of the target's vocabulary (topics.py), none naming a held-out topic"
+                     if profile.topic_source == "vocabulary" else ""),
         "sequences": len(records),
         "tokens": sum(len(r["ids"]) for r in records),
         "answer_tokens": sum(len(r["ids"]) - prompt_length(r, tokenizer) for r in records),

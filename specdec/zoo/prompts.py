@@ -175,19 +175,21 @@ def _passages(docs: list[str], max_chars: int) -> list[str]:
 
 
 def build_prompts(split: str = "train", n: int = 2400, seed: int = 0, corpus=None,
-                  mix: str = "default") -> list[tuple[str, str]]:
+                  mix: str = "default", chat_topics: list[str] | None = None) -> list[tuple[str, str]]:
     """``n`` (kind, instruction) pairs. Mix "default": about half chat, a quarter code, a quarter rewriting.
     Mix "chat" (training only): three quarters chat, from CHAT_TEMPLATES and MORE_CHAT_TEMPLATES, an eighth each
-    code and rewriting."""
+    code and rewriting. chat_topics (training only): the chat topics instead of CHAT_TOPICS (topics.py)."""
     if mix not in PROMPT_MIXES or (mix != "default" and split != "train"):
         raise ValueError(f"prompt mix {mix!r} is not one of {', '.join(PROMPT_MIXES)} (all but default: training only)")
+    if chat_topics is not None and split != "train":
+        raise ValueError("chat_topics replace the training topics: the held-out split keeps its own")
     cycle, chat_slots = PROMPT_MIXES[mix]
     from specdec.train.corpus import build_corpus
 
     rng = random.Random(f"zoo-prompts-{split}-{seed}")
     corpus = corpus or build_corpus()
     held = split != "train"
-    topics = _split(HELDOUT_CHAT_TOPICS if held else CHAT_TOPICS)
+    topics = _split(HELDOUT_CHAT_TOPICS if held else CHAT_TOPICS) if chat_topics is None else list(chat_topics)
     tasks = _split(HELDOUT_CODE_TASKS if held else CODE_TASKS)
     code_docs = corpus.code_heldout if held else corpus.code_train
     prose_docs = corpus.prose_heldout if held else corpus.prose_train

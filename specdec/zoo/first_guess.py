@@ -1,0 +1,62 @@
+"""An EAGLE head's first guess at every position of a target's answer, teacher-forced: where chains lose tokens.
+
+The first draft of every chain step is the head's guess at the token after next from the target's features of a
+position and the token the target chose after it. Teacher forcing computes that guess for every position of an
+answer in one pass of the head, so a head is compared with the target on every answer token instead of only where
+decoding happened to start a step (scripts/measure_first_guess.py; docs/zoo.md, "What the first guess misses").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .heads import EagleHead, rope_tables
+
+
+@dataclass
+class TargetPass:
+    """A prompt and the target's greedy answer, read once by the target (teacher forcing)."""
+
+    ids: torch.Tensor  # [T] prompt then answer
+    states: torch.Tensor  # [T, m*d] the residual stream after each requested layer, concatenated
+    top_id: torch.Tensor  # [T] the target's greedy choice for the token after each position
+    top_p: torch.Tensor  # [T] its probability (the target's confidence there)
+    prompt_length: int
+
+
+@torch.no_grad()
+def target_pass(model, prompt: list[int], new_tokens: int, layers: tuple[int, ...]) -> TargetPass:
+    """The target's greedy answer of up to ``new_tokens`` tokens to ``prompt``, then one pass over both."""
+    ids = torch.tensor([prompt])
+    answer = model.generate(ids, max_new_tokens=new_tokens, do_sample=False, attention_mask=torch.ones_like(ids))
+    out = model(answer, output_hidden_states=True)
+    top_p, top_id = torch.softmax(out.logits[0].float(), dim=-1).max(-1)
+    states = torch.cat([out.hidden_states[i][0] for i in layers], dim=-1).float()
+    return TargetPass(answer[0], states, top_id, top_p, len(prompt))
+
+
+@torch.no_grad()
+def first_guesses(model, head: EagleHead, draft_vocab: torch.Tensor, ids: torch.Tensor,
+                  states: torch.Tensor) -> torch.Tensor:
+    """[T - 1] target ids: row p is the head's guess at token p + 2 from (feature p, token p + 1), as training's
+    depth 0 and a chain step's first draft compute it. ids [T], states [T, m*d] (the layers head.feature_layers)."""
+    emb = model.get_input_embeddings().weight.float()
+    rows = model.get_output_embeddings().weight.float()[draft_vocab]
+    head = head.float()
+    x = head.inputs(head.fused(states[None, :-1]), F.embedding(ids[None, 1:], emb))
+    cos, sin = rope_tables(model.config, x.shape[1], torch.float32)
+    pred = head.forward_sequences(x, cos[None], sin[None])
+    return draft_vocab[F.linear(head.norm(pred), rows).argmax(-1)[0]]
+
+
+def agreement(model, head: EagleHead, draft_vocab: torch.Tensor,
+              seen: TargetPass) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per answer position after the first (the first is the target's own, from the prompt's pass): whether the
+    head's first guess is the target's choice [n] bool, the target's top-1 probability there [n], and whether that
+    choice is in the draft vocabulary at all [n] bool (a head can never draft the others)."""
+    guess = first_guesses(model, head, draft_vocab, seen.ids, seen.states)
+    q = torch.arange(seen.prompt_length + 1, len(seen.ids))  # token q: chosen at q - 1, guessed by row q - 2
+    chosen = seen.top_id[q - 1]
+    return guess[q - 2] == chosen, seen.top_p[q - 1], torch.isin(chosen, draft_vocab)
