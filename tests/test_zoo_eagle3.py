@@ -144,7 +144,7 @@ def test_training_from_a_trained_head_starts_from_its_weights(tmp_path):
     assert str(tmp_path / "first" / EAGLE3) in meta["init"] and "sha256" in meta["init"]
 
 
-def test_training_from_a_head_of_another_draft_vocabulary_is_refused(tmp_path):
+def test_training_from_a_head_that_drafts_ids_outside_the_runs_vocabulary_is_refused(tmp_path):
     from specdec.zoo.build import load_tensors, read_meta, save_tensors
 
     def shifted(trained):  # the trained head with every draft id moved by one
@@ -153,7 +153,7 @@ def test_training_from_a_head_of_another_draft_vocabulary_is_refused(tmp_path):
         save_tensors(tmp_path / "shifted", tensors, read_meta(trained))
         return str(tmp_path / "shifted")
 
-    with pytest.raises(ValueError, match="another draft vocabulary"):
+    with pytest.raises(ValueError, match="ids this run's draft vocabulary lacks"):
         _trained_then_again(tmp_path, init_from=shifted)
 
 

@@ -86,7 +86,9 @@ def test_an_unknown_topic_source_is_refused():
         chat_topics(None, None, "unused", "wikipedia")
 
 
-def test_a_profile_can_keep_a_trained_heads_draft_vocabulary_to_go_on_from_its_weights(tmp_path):
+def _go_on_over_another_datas_vocabulary(tmp_path, widen: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A tiny EAGLE-3 head trained, its draft vocabulary moved by one id (as another data's would differ), then trained
+    again from it with draft_vocab_from (widen_draft_vocab=widen): (moved vocabulary, the first run's own, the second's)."""
     from specdec.zoo.build import load_tensors, read_meta, save_tensors
     from specdec.zoo.pipeline import EAGLE3, PROFILES, build_zoo
     from test_zoo_heads import CharTokenizer, tiny_llama
@@ -99,8 +101,20 @@ def test_a_profile_can_keep_a_trained_heads_draft_vocabulary_to_go_on_from_its_w
                log=lambda s: None)
     build_zoo(model, CharTokenizer(), tmp_path / "first", tmp_path / "work", tiny, **run)
     trained = load_tensors(tmp_path / "first" / EAGLE3)
-    trained["draft_vocab"] = trained["draft_vocab"] + 1  # another data's vocabulary than these prompts give
+    own = trained["draft_vocab"].clone()
+    trained["draft_vocab"] = own + 1
     save_tensors(tmp_path / "work" / "init", trained, read_meta(tmp_path / "first" / EAGLE3))
-    again = replace(tiny, draft_vocab_from="init", eagle3=replace(tiny.eagle3, init_from="init"))
+    again = replace(tiny, draft_vocab_from="init", widen_draft_vocab=widen,
+                    eagle3=replace(tiny.eagle3, init_from="init"))
     build_zoo(model, CharTokenizer(), tmp_path / "again", tmp_path / "work", again, **run)
-    assert torch.equal(load_tensors(tmp_path / "again" / EAGLE3)["draft_vocab"], trained["draft_vocab"])
+    return trained["draft_vocab"], own, load_tensors(tmp_path / "again" / EAGLE3)["draft_vocab"]
+
+
+def test_a_profile_can_keep_a_trained_heads_draft_vocabulary_to_go_on_from_its_weights(tmp_path):
+    moved, _, again = _go_on_over_another_datas_vocabulary(tmp_path, widen=False)
+    assert torch.equal(again, moved)
+
+
+def test_a_profile_can_widen_a_trained_heads_draft_vocabulary_with_its_own_datas(tmp_path):
+    moved, own, again = _go_on_over_another_datas_vocabulary(tmp_path, widen=True)
+    assert torch.equal(again, torch.cat([moved, own]).unique().int())

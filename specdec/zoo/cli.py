@@ -30,7 +30,8 @@ def add_parser(sub) -> None:
                           "(shipped until 2026-12-05 11:10 UTC); eagle3-asked-more: the shipped EAGLE-3 head (eagle3-asked's, "
                           "5 more passes from its weights); eagle3-wide: an experiment (eagle3-asked's recipe with the target's MLP "
                           "width, half the steps); eagle3-topics: an experiment (the shipped head trained on answers about "
-                          "topics from the target's vocabulary); tiny, tiny-eagle3: seconds")
+                          "topics from the target's vocabulary); eagle3-topics-wide-vocab: eagle3-topics with the draft vocabulary "
+                          "widened by its data's; tiny, tiny-eagle3: seconds")
     zoo.add_argument("--seed", type=int, default=0)
     zoo.add_argument("--out", default=None, help="folder for the drafters (default: assets/drafters)")
     zoo.add_argument("--work", default=None, help="data shards and logs (default: ~/.cache/specdec/zoo-work/<profile>)")

@@ -50,6 +50,7 @@ class ZooProfile:
     asked_prompts: int = 0  # instructions the target writes itself (asked.py), answered into work/asked-shards too
     topic_source: str = "lists"  # chat topics: prompts.py's lists, or "vocabulary" (topics.py; kept in work/topics.json)
     draft_vocab_from: str | None = None  # a trained drafter's folder (relative: in work) whose draft vocabulary to keep
+    widen_draft_vocab: bool = False  # with draft_vocab_from: that vocabulary joined with this data's own draft_vocab ids
 
 
 PROFILES = {
@@ -167,6 +168,10 @@ PROFILES["eagle3-topics"] = replace(
     PROFILES["eagle3-asked-more"], name="eagle3-topics", asked_prompts=0, topic_source="vocabulary",
     draft_vocab_from="init", gen_batches=56, gen_time_budget_s=40 * 60,
     eagle3=replace(PROFILES["eagle3-asked-more"].eagle3, epochs=4, checkpoints=(0.5,)))
+# An experiment (docs/zoo.md, "What the first guess misses"): eagle3-topics with the head's draft vocabulary widened by
+# the topics data's own 12,288 first choices (16,000 ids), so that tokens of new topics can be drafted at all.
+PROFILES["eagle3-topics-wide-vocab"] = replace(PROFILES["eagle3-topics"], name="eagle3-topics-wide-vocab",
+                                               widen_draft_vocab=True)
 # seconds: the EAGLE-3 pipeline smoke test (tiny random target of 3 layers)
 PROFILES["tiny-eagle3"] = replace(
     PROFILES["tiny"], name="tiny-eagle3", feature_layers=(1, 2), drafters=(EAGLE3,),
@@ -187,15 +192,17 @@ def prompt_length(record: dict, tokenizer) -> int:
 
 def trained_head_state(folder: Path, vocab: torch.Tensor) -> tuple[dict[str, torch.Tensor], str]:
     """A trained head's weights (folder/model.safetensors) to go on training from, and the init note for zoo.json
-    (the file's sha256, so the run can be traced to the weights it started from). Its draft vocabulary must be the
-    one this data gives: the head's rows and the loss's ids are indices into it."""
+    (the file's sha256, so the run can be traced to the weights it started from). Its draft vocabulary must be within
+    this run's: the head has no weight per id (the target's own head rows read its output), but a run over fewer ids
+    would drop tokens the head learnt to put first (a wider one: profile.widen_draft_vocab)."""
     import hashlib
 
     from .build import load_tensors
 
     tensors = load_tensors(folder)
-    if not torch.equal(tensors["draft_vocab"].long(), vocab.long()):
-        raise ValueError(f"{folder} drafts over another draft vocabulary than this data's: train it on its own data")
+    if not bool(torch.isin(tensors["draft_vocab"].long(), vocab.long()).all()):
+        raise ValueError(f"{folder} drafts ids this run's draft vocabulary lacks: train it on its own data, or keep or "
+                         "widen its vocabulary (draft_vocab_from, widen_draft_vocab)")
     digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
     state = {k[len("head."):]: v for k, v in tensors.items() if k.startswith("head.")}
     return state, f"the trained head {folder} (model.safetensors sha256 {digest})"
@@ -275,10 +282,10 @@ def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, s
         records += load_shards(work / "asked-shards")
     skip = system_prefix_length(tokenizer)
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    if profile.draft_vocab_from:  # training goes on from a head on other data: its output rows must mean the same ids
-        vocab = load_tensors(work / profile.draft_vocab_from)["draft_vocab"].long()
-    else:
-        vocab = draft_vocabulary(records, profile.draft_vocab, skip, eos, model.config.vocab_size)
+    vocab = draft_vocabulary(records, profile.draft_vocab, skip, eos, model.config.vocab_size)
+    if profile.draft_vocab_from:  # training goes on from a head on other data: the ids it learnt to draft stay
+        kept = load_tensors(work / profile.draft_vocab_from)["draft_vocab"].long()
+        vocab = torch.cat([kept, vocab]).unique() if profile.widen_draft_vocab else kept
     data_note = {
         "source": "self-distillation: the target's own answers (half greedy, half T=0.7) to templated training "
                   "instructions (chat prose, code, rewriting; prompts.py), built offline from topic lists and the "
