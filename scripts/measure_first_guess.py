@@ -15,10 +15,10 @@ Chat instructions come from five splits that separate what a held-out prompt cha
     trained          instructions the --profile's data answered greedily (the head has seen these very answers)
 
 Printed per folder and split: the agreement over all answer positions, the target's mean top-1 probability, how
-often the target's choice is outside the head's draft vocabulary (never draftable), and the agreement within bins of that probability (with each bin's share of positions). If the agreement within each bin is
-the same across splits, the splits differ only in how confident the target is, i.e. in how predictable its answers
-are; if it differs within bins, the head generalises worse to what it did not see. Greedy, no timing: exact and
-repeatable on any machine.
+often the target's choice is outside the head's draft vocabulary (never draftable), and the agreement within bins of
+that probability (with each bin's share of positions). If the agreement within each bin is the same across splits,
+the splits differ only in how confident the target is, i.e. in how predictable its answers are; if it differs within
+bins, the head generalises worse to what it did not see. Greedy, no timing: exact and repeatable on any machine.
 """
 from __future__ import annotations
 
@@ -51,9 +51,9 @@ def crossed(templates: list[str], topics: list[str], count: int, exclude: set[st
     return pool[:count]
 
 
-def splits(tokenizer, per_split: int, profile_name: str) -> dict[str, list[str]]:
-    profile = PROFILES[profile_name]
-    topics = chat_topics(None, tokenizer, default_work(profile_name), profile.topic_source)  # its data's, if any
+def splits(target, per_split: int, profile_name: str) -> dict[str, list[str]]:
+    profile, tokenizer = PROFILES[profile_name], target.tokenizer
+    topics = chat_topics(target.model, tokenizer, default_work(profile_name), profile.topic_source)
     planned = P.build_prompts("train", profile.prompts, mix=profile.prompt_mix, chat_topics=topics)
     trained = trained_greedy_prompts(tokenizer, planned, batch_size=profile.gen_batch,
                                      max_batches=profile.gen_batches)["chat"]
@@ -95,7 +95,7 @@ def main() -> None:
     if len(layers) != 1 or not next(iter(layers)):
         raise SystemExit("give EAGLE-3 heads that read the same target layers")
     layers = next(iter(layers))
-    for split, texts in splits(target.tokenizer, args.per_split, args.profile).items():
+    for split, texts in splits(target, args.per_split, args.profile).items():
         passes = [target_pass(target.model, chat_ids(target.tokenizer, text), args.new_tokens, layers) for text in texts]
         for folder, head, vocab in heads:
             agree, conf, drafts = (torch.cat(c) for c in zip(*(agreement(target.model, head, vocab, seen)

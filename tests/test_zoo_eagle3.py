@@ -115,9 +115,10 @@ def _tiny_eagle3_zoo(model, out, work, profile):
                      log=lambda s: None)
 
 
-def _trained_then_again(tmp_path, init_from=None, **recipe):
-    """A tiny EAGLE-3 head trained into tmp_path/first, then a second run on the same data with `recipe` changed, from
-    init_from(first head's folder) (default: that folder itself); returns the second run's zoo.json record."""
+def _trained_then_again(tmp_path, init_from=None, profile_changes=None, **recipe):
+    """A tiny EAGLE-3 head trained into tmp_path/first, then a second run on the same data with `recipe` (and the
+    profile's `profile_changes`) changed, from init_from(first head's folder) (default: that folder itself); returns the
+    second run's zoo.json record."""
     from dataclasses import replace
 
     from specdec.zoo.pipeline import EAGLE3, PROFILES
@@ -128,8 +129,19 @@ def _trained_then_again(tmp_path, init_from=None, **recipe):
     tiny = PROFILES["tiny-eagle3"]
     _tiny_eagle3_zoo(model, tmp_path / "first", tmp_path / "work", tiny)
     init_from = str(tmp_path / "first" / EAGLE3) if init_from is None else init_from(tmp_path / "first" / EAGLE3)
-    again = replace(tiny, eagle3=replace(tiny.eagle3, init_from=init_from, **recipe))
+    again = replace(tiny, **(profile_changes or {}), eagle3=replace(tiny.eagle3, init_from=init_from, **recipe))
     return _tiny_eagle3_zoo(model, tmp_path / "again", tmp_path / "work", again)["drafters"][EAGLE3]
+
+
+def _shifted(trained):
+    """init_from for _trained_then_again: the trained head with every draft id moved by one (as another data's draft
+    vocabulary differs from this one's), saved beside its folder's parent as 'shifted'."""
+    from specdec.zoo.build import load_tensors, read_meta, save_tensors
+
+    tensors = load_tensors(trained)
+    tensors["draft_vocab"] = tensors["draft_vocab"] + 1
+    save_tensors(trained.parent.parent / "shifted", tensors, read_meta(trained))
+    return str(trained.parent.parent / "shifted")
 
 
 def test_training_from_a_trained_head_starts_from_its_weights(tmp_path):
@@ -145,16 +157,30 @@ def test_training_from_a_trained_head_starts_from_its_weights(tmp_path):
 
 
 def test_training_from_a_head_that_drafts_ids_outside_the_runs_vocabulary_is_refused(tmp_path):
-    from specdec.zoo.build import load_tensors, read_meta, save_tensors
-
-    def shifted(trained):  # the trained head with every draft id moved by one
-        tensors = load_tensors(trained)
-        tensors["draft_vocab"] = tensors["draft_vocab"] + 1
-        save_tensors(tmp_path / "shifted", tensors, read_meta(trained))
-        return str(tmp_path / "shifted")
-
     with pytest.raises(ValueError, match="ids this run's draft vocabulary lacks"):
-        _trained_then_again(tmp_path, init_from=shifted)
+        _trained_then_again(tmp_path, init_from=_shifted)
+
+
+def _draft_vocabularies_after_going_on_from_a_shifted_head(tmp_path, widen: bool):
+    """(the shifted head's draft vocabulary, the first run's own, the second run's) when the second run keeps the
+    shifted head's vocabulary (draft_vocab_from), widened by its data's own when `widen`."""
+    from specdec.zoo.build import load_tensors
+    from specdec.zoo.pipeline import EAGLE3
+
+    _trained_then_again(tmp_path, init_from=_shifted,
+                        profile_changes={"draft_vocab_from": str(tmp_path / "shifted"), "widen_draft_vocab": widen})
+    return tuple(load_tensors(folder)["draft_vocab"]
+                 for folder in (tmp_path / "shifted", tmp_path / "first" / EAGLE3, tmp_path / "again" / EAGLE3))
+
+
+def test_a_profile_can_keep_a_trained_heads_draft_vocabulary_to_go_on_from_its_weights(tmp_path):
+    shifted, _, again = _draft_vocabularies_after_going_on_from_a_shifted_head(tmp_path, widen=False)
+    assert torch.equal(again, shifted)
+
+
+def test_a_profile_can_widen_a_trained_heads_draft_vocabulary_with_its_own_datas(tmp_path):
+    shifted, own, again = _draft_vocabularies_after_going_on_from_a_shifted_head(tmp_path, widen=True)
+    assert torch.equal(again, torch.cat([shifted, own]).unique().int())
 
 
 def test_eagle3_is_one_registry_entry_with_an_eight_node_tree_of_its_weights():

@@ -1,8 +1,8 @@
-"""Chat topics from the target's own vocabulary (specdec/zoo/topics.py) and the profiles that use them."""
+"""Chat topics from the target's own vocabulary (specdec/zoo/topics.py) and the profiles that use them (the draft
+vocabulary such a profile keeps or widens: tests/test_zoo_eagle3.py)."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -84,37 +84,3 @@ def test_a_profile_of_listed_topics_uses_the_lists():
 def test_an_unknown_topic_source_is_refused():
     with pytest.raises(ValueError, match="topic_source"):
         chat_topics(None, None, "unused", "wikipedia")
-
-
-def _go_on_over_another_datas_vocabulary(tmp_path, widen: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """A tiny EAGLE-3 head trained, its draft vocabulary moved by one id (as another data's would differ), then trained
-    again from it with draft_vocab_from (widen_draft_vocab=widen): (moved vocabulary, the first run's own, the second's)."""
-    from specdec.zoo.build import load_tensors, read_meta, save_tensors
-    from specdec.zoo.pipeline import EAGLE3, PROFILES, build_zoo
-    from test_zoo_heads import CharTokenizer, tiny_llama
-
-    model = tiny_llama(128, seed=6, layers=3)
-    for p in model.parameters():
-        p.requires_grad_(False)
-    tiny = PROFILES["tiny-eagle3"]
-    run = dict(seed=0, command="test", prompts=[("chat", "hello there"), ("code", "def f(x): return x")],
-               log=lambda s: None)
-    build_zoo(model, CharTokenizer(), tmp_path / "first", tmp_path / "work", tiny, **run)
-    trained = load_tensors(tmp_path / "first" / EAGLE3)
-    own = trained["draft_vocab"].clone()
-    trained["draft_vocab"] = own + 1
-    save_tensors(tmp_path / "work" / "init", trained, read_meta(tmp_path / "first" / EAGLE3))
-    again = replace(tiny, draft_vocab_from="init", widen_draft_vocab=widen,
-                    eagle3=replace(tiny.eagle3, init_from="init"))
-    build_zoo(model, CharTokenizer(), tmp_path / "again", tmp_path / "work", again, **run)
-    return trained["draft_vocab"], own, load_tensors(tmp_path / "again" / EAGLE3)["draft_vocab"]
-
-
-def test_a_profile_can_keep_a_trained_heads_draft_vocabulary_to_go_on_from_its_weights(tmp_path):
-    moved, _, again = _go_on_over_another_datas_vocabulary(tmp_path, widen=False)
-    assert torch.equal(again, moved)
-
-
-def test_a_profile_can_widen_a_trained_heads_draft_vocabulary_with_its_own_datas(tmp_path):
-    moved, own, again = _go_on_over_another_datas_vocabulary(tmp_path, widen=True)
-    assert torch.equal(again, torch.cat([moved, own]).unique().int())
