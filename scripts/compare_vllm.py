@@ -6,7 +6,9 @@ target-only tokens/s at batch 1 (docs/vllm.md, "Lab engine vs vLLM").
 --draft-url: a vLLM server running draft_model with the exported zoo draft (`python -m specdec vllm serve
 --method draft_model --draft smollm2-135m-draft --k 3 --baseline --dtype float32`); --baseline-url: the same
 target without speculation. The lab runs the same exported folder as a plain draft model (the same network,
-its whole vocabulary) and, for reference, the zoo drafter itself (its 12,288-token draft vocabulary). Prompt ids
+its whole vocabulary) and, for reference, the zoo drafter itself (its 12,288-token draft vocabulary). A zoo head
+(--lab-draft smollm2-135m-eagle or -eagle3) drafts from its draft vocabulary plus its text's ids, which vLLM's
+eagle methods cannot (their vocabulary is fixed): it is run both ways, the second like vLLM. Prompt ids
 are the lab's chat-template encoding, sent to vLLM as ids, so both engines see the same tokens.
 """
 from __future__ import annotations
@@ -74,6 +76,10 @@ def main() -> int:
         return 0
     lead = vllm_engine.connect(args.draft_url, speculative=True, record_for=record_for)
     drafters = {"lab (zoo drafter)": specdec.load_drafter(args.lab_draft, target)}
+    if hasattr(drafters["lab (zoo drafter)"], "head_rows"):  # a head: vLLM's drafts from its draft vocabulary alone
+        like_vllm = specdec.load_drafter(args.lab_draft, target)
+        like_vllm.head_rows.follows_context = False
+        drafters["lab (zoo drafter, draft vocabulary only, as vLLM drafts)"] = like_vllm
     if args.lab_draft == "smollm2-135m-draft":  # the exported folder as a plain draft model: vLLM's network
         drafters["lab (exported draft)"] = specdec.load_drafter(str(export_draft(args.lab_draft)), target)
     rows = {name: [] for name in [*drafters, "vllm"]}

@@ -1,7 +1,8 @@
 """Greedy tokens per target forward of EAGLE heads' chain (and tree) drafts, by K and prompt kind, on held-out prompts.
 
     python scripts/measure_eagle_chain.py [--per-kind 4] [--kinds chat,code,rewrite] [--ks 1,2,3,4]
-                                          [--trees "(3,3,8)"] [--split heldout|trained] [--profile bf16] [FOLDER ...]
+                                          [--trees "(3,3,8)"] [--split heldout|trained] [--profile bf16]
+                                          [--vocabularies context,draft] [FOLDER ...]
 
 Each FOLDER holds a head (model.safetensors + zoo.json, as `python -m specdec.train zoo --out` writes them, or a
 training checkpoint; an EAGLE-3 head's zoo.json names the target layers it reads; default: the shipped
@@ -16,6 +17,8 @@ trained on instead (--profile's greedy batches, evenly spaced through its data; 
 between the two splits is how much of a head's acceptance is memory of its data rather than generalisation.
 `--split asked` measures on instructions the target writes itself (specdec/zoo/asked.py) with seed 1, kind "asked":
 profile eagle3-asked trained on seed 0's, and any of those (read from its work folder when present) are left out.
+`--vocabularies context,draft` measures each head twice: drafting from its draft vocabulary plus the text's ids (as the
+zoo's heads do, drafters._HeadRows; "context") and from its draft vocabulary alone ("draft", as they did before).
 """
 from __future__ import annotations
 
@@ -77,7 +80,12 @@ def main() -> None:
     parser.add_argument("--profile", default="bf16", choices=sorted(PROFILES), help="whose data --split trained reads")
     parser.add_argument("--positions", action="store_true",
                         help="chains: each position's acceptance given the ones before it, per kind")
+    parser.add_argument("--vocabularies", default="context",
+                        help="comma-separated, each head measured with each: context (the draft vocabulary plus the "
+                             "text's ids, as the zoo drafts; the default), draft (the draft vocabulary alone)")
     args = parser.parse_args()
+    if not set(args.vocabularies.split(",")) <= {"context", "draft"}:
+        parser.error(f"--vocabularies takes context and/or draft, got {args.vocabularies!r}")
     target = load_model("smollm2-135m-instruct", dtype="float32")
     kinds = args.kinds.split(",")
     if args.split == "heldout":
@@ -91,9 +99,10 @@ def main() -> None:
     shapes = [None] + [TreeShape(*shape) for shape in eval(f"[{args.trees}]")]  # noqa: S307 (int triples)
     for folder in args.folders:
         drafter = build_eagle(target, "eagle", "", Path(folder))
-        for shape in shapes:
-            drafter.tree_shape = shape
+        for shape, vocabulary in ((s, v) for s in shapes for v in args.vocabularies.split(",")):
+            drafter.tree_shape, drafter.head_rows.follows_context = shape, vocabulary == "context"
             draft = "chain" if shape is None else f"tree ({shape.top},{shape.beam},{shape.nodes})"
+            draft += "" if vocabulary == "context" else ", draft vocabulary only"
             for k in (int(k) for k in args.ks.split(",")):
                 shares, by_position = [], []
                 for kind, prompt_ids in prompts.items():

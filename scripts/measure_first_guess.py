@@ -1,7 +1,8 @@
 """Where an EAGLE head's first guess is lost: its agreement with the target at every answer position, by split and by
 how confident the target is there.
 
-    python scripts/measure_first_guess.py [--per-split 24] [--new-tokens 64] [--profile eagle3-asked] [FOLDER ...]
+    python scripts/measure_first_guess.py [--per-split 24] [--new-tokens 64] [--profile eagle3-asked]
+                                          [--draft-vocabulary-only] [FOLDER ...]
 
 measure_eagle_chain.py --positions showed that the chains' first draft is what bounds held-out chat. Here each chat
 instruction is answered greedily by the float32 target (64 new tokens) and the head's first guess is compared with the
@@ -15,7 +16,9 @@ Chat instructions come from five splits that separate what a held-out prompt cha
     trained          instructions the --profile's data answered greedily (the head has seen these very answers)
 
 Printed per folder and split: the agreement over all answer positions, the target's mean top-1 probability, how
-often the target's choice is outside the head's draft vocabulary (never draftable), and the agreement within bins of
+often the target's choice is one the head cannot draft there (outside its draft vocabulary and the text before it, as
+the drafters' vocabulary follows the text; --draft-vocabulary-only: outside the draft vocabulary, as the heads
+drafted before they followed the text), and the agreement within bins of
 that probability (with each bin's share of positions). If the agreement within each bin is the same across splits,
 the splits differ only in how confident the target is, i.e. in how predictable its answers are; if it differs within
 bins, the head generalises worse to what it did not see. Greedy, no timing: exact and repeatable on any machine.
@@ -71,7 +74,7 @@ def splits(target, per_split: int, profile_name: str) -> dict[str, list[str]]:
 
 def summary(agree: torch.Tensor, conf: torch.Tensor, draftable: torch.Tensor) -> str:
     parts = [f"agreement {agree.float().mean():.3f} over {len(agree)}", f"target top-1 p {conf.mean():.3f}",
-             f"target's choice outside the draft vocabulary {1 - draftable.float().mean():.1%}"
+             f"target's choice not draftable {1 - draftable.float().mean():.1%}"
              f" (at p >= 0.9: {1 - draftable[conf >= 0.9].float().mean():.1%})"]
     for lo, hi in zip(BINS, BINS[1:]):
         inside = (conf >= lo) & (conf < hi)
@@ -88,6 +91,8 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--profile", default="eagle3-asked", choices=sorted(PROFILES),
                         help="whose data the 'trained' and 'unseen-pairs' splits are taken from / kept out of")
+    parser.add_argument("--draft-vocabulary-only", action="store_true",
+                        help="the head drafts from its draft vocabulary alone, not the text's ids too")
     args = parser.parse_args()
     target = load_model("smollm2-135m-instruct", dtype="float32")
     heads = [(folder, *load_eagle_head(target.model.config, Path(folder))) for folder in args.folders]
@@ -98,7 +103,8 @@ def main() -> None:
     for split, texts in splits(target, args.per_split, args.profile).items():
         passes = [target_pass(target.model, chat_ids(target.tokenizer, text), args.new_tokens, layers) for text in texts]
         for folder, head, vocab in heads:
-            agree, conf, drafts = (torch.cat(c) for c in zip(*(agreement(target.model, head, vocab, seen)
+            agree, conf, drafts = (torch.cat(c) for c in zip(*(agreement(target.model, head, vocab, seen,
+                                                                          not args.draft_vocabulary_only)
                                                                 for seen in passes)))
             print(f"{split:15s} {Path(folder).name}: {summary(agree, conf, drafts)}", flush=True)
 

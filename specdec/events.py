@@ -155,7 +155,8 @@ class MemoryReport:
                           head rows, an early exit's adapter; prompt lookup: 0
       target KV cache     target_kv_bytes: the target runner's cache as allocated at the run's end
       draft KV cache      draft_kv_bytes: the drafter's own per-sequence state (Drafter.state_bytes): a draft
-                          model's KV cache, the EAGLE head's cache, Medusa's last feature; prompt lookup: 0
+                          model's KV cache, the EAGLE head's cache, Medusa's last feature, the heads' rows of their
+                          text's ids outside the draft vocabulary; prompt lookup: 0
       verification slots  verify_kv_bytes: the target KV room that verifying K drafts + 1 needs beyond the
                           run's own tokens, K x the target's KV bytes per position (a tree drafter's: N nodes
                           when N > K; from its config; 0 for a target-only run; None when the config does not

@@ -106,6 +106,14 @@ def tiny_target():
     return LoadedModel("tiny", "tiny", LlamaForCausalLM(config).eval(), None, torch.device("cpu"), torch.float32)
 
 
+def context_rows(drafter) -> int:
+    """The head rows (and biases) of the ids the run's text held outside DRAFT_VOCAB: per-request state. The
+    prompt holds id 2, so there is at least one."""
+    rows = len(drafter.head_rows.extra_ids)
+    assert rows >= 1 and 2 in drafter.head_rows.extra_ids
+    return rows
+
+
 def tiny_run(target, drafter):
     return generate(target, drafter, [1, 4, 2], DecodeSettings(max_new_tokens=10, k=3)).metrics.memory
 
@@ -113,20 +121,22 @@ def tiny_run(target, drafter):
 def test_medusa_adds_its_residual_blocks_their_float16_copies_and_head_rows_and_keeps_one_feature(tiny_target):
     d = TINY["hidden_size"]
     heads = MedusaHeads(tiny_target.model.config, 3)  # zero-initialised: float16 values, so they get copies
-    memory = tiny_run(tiny_target, MedusaDrafter(tiny_target, 8, heads, DRAFT_VOCAB, "m", ""))
+    drafter = MedusaDrafter(tiny_target, 8, heads, DRAFT_VOCAB, "m", "")
+    memory = tiny_run(tiny_target, drafter)
     copies = 3 * d * d * 2 if packed_weights.fp16_available() else 0  # float16 matrices
     assert memory.draft_param_bytes == (3 * (d * d + d) + len(DRAFT_VOCAB) * d) * FLOAT32 + copies
-    assert memory.draft_kv_bytes == d * FLOAT32
+    assert memory.draft_kv_bytes == (d + context_rows(drafter) * (d + 1)) * FLOAT32
 
 
 def test_eagle_adds_its_layer_fc_and_head_rows_and_its_one_layer_cache(tiny_target):
     c = {**TINY, "tie_word_embeddings": True}
     d, head_dim, kv_heads = c["hidden_size"], c["hidden_size"] // c["num_attention_heads"], c["num_key_value_heads"]
     layer = (llama_parameters({**c, "num_hidden_layers": 1, "vocab_size": 0}) - d)  # one decoder layer
-    memory = tiny_run(tiny_target, EagleDrafter(tiny_target, 8, EagleHead(tiny_target.model.config), DRAFT_VOCAB,
-                                                "e", ""))
+    drafter = EagleDrafter(tiny_target, 8, EagleHead(tiny_target.model.config), DRAFT_VOCAB, "e", "")
+    memory = tiny_run(tiny_target, drafter)
     assert memory.draft_param_bytes == (2 * d * d + layer + len(DRAFT_VOCAB) * d) * FLOAT32
-    assert memory.draft_kv_bytes == 2 * kv_heads * head_dim * (3 + 10 + 3 + 1) * FLOAT32
+    cache = 2 * kv_heads * head_dim * (3 + 10 + 3 + 1)
+    assert memory.draft_kv_bytes == (cache + context_rows(drafter) * (d + 1)) * FLOAT32
 
 
 # --- the measured peak ----------------------------------------------------------------------------------

@@ -285,6 +285,7 @@ def test_vllm_drafts_with_the_exported_eagle3_head_as_the_lab_does(servers):
         base = connect(servers, "base", speculative=False)
         target = specdec.load_model("smollm2-135m-instruct", dtype="float32")
         drafter = load_drafter("smollm2-135m-eagle3", target)
+        drafter.head_rows.follows_context = False  # as vLLM's eagle3 drafts: from the fixed draft vocabulary (d2t)
         settings = replace(GREEDY, k=3, max_new_tokens=64)
         vllm_accepted, lab_accepted = [], []  # drafts accepted at each verification step, pooled over the prompts
         for prompt in EAGLE3_PROMPTS:

@@ -190,16 +190,18 @@ def test_eagle3_is_one_registry_entry_with_an_eight_node_tree_of_its_weights():
     assert TREES[EAGLE3_TREE].nodes == 8 and WEIGHTS[EAGLE3_TREE] == EAGLE3
 
 
+@pytest.mark.parametrize("follow_context", [True, False], ids=["context-rows", "draft-vocabulary-only"])
 @pytest.mark.parametrize("input_layout", EagleHead.INPUT_LAYOUTS)
-def test_a_heads_teacher_forced_first_guesses_are_its_first_drafts_in_decoding(input_layout):
+def test_a_heads_teacher_forced_first_guesses_are_its_first_drafts_in_decoding(input_layout, follow_context):
     from specdec.zoo.first_guess import first_guesses, target_pass
 
     model = tiny_llama(64, seed=9, layers=3)
     target = loaded(model)
     drafter = random_eagle3(target, vocab=64, draft_vocab=torch.arange(0, 64, 2), input_layout=input_layout)
+    drafter.head_rows.follows_context = follow_context
     prompt = [4, 8, 15, 16, 23, 42]
     seen = target_pass(model, prompt, 16, drafter.head.feature_layers)
-    guesses = first_guesses(model, drafter.head, drafter.head_rows.ids, seen.ids, seen.states)
+    guesses = first_guesses(model, drafter.head, drafter.head_rows.base_ids, seen.ids, seen.states, follow_context)
     result = Generation(target, drafter, prompt, DecodeSettings(max_new_tokens=16, k=1)).result()
     assert result.token_ids == seen.ids[len(prompt):].tolist()
     position, drafts = len(prompt), []
@@ -217,8 +219,11 @@ def test_first_guess_agreement_counts_every_answer_token_after_the_first_and_whi
     drafter = random_eagle3(loaded(model), vocab=64, draft_vocab=torch.arange(0, 64, 2))
     prompt = [4, 8, 15, 16, 23, 42]
     seen = target_pass(model, prompt, 16, drafter.head.feature_layers)
-    agree, confidence, draftable = agreement(model, drafter.head, drafter.head_rows.ids, seen)
+    agree, confidence, draftable = agreement(model, drafter.head, drafter.head_rows.base_ids, seen)
     answer = seen.ids[len(prompt):]
     assert len(agree) == len(confidence) == len(draftable) == len(answer) - 1
-    assert torch.equal(draftable, answer[1:] % 2 == 0)  # the target's greedy choices, in the even-id draft vocabulary
+    seen_before = [int(t) in seen.ids[:len(prompt) + i + 1].tolist() for i, t in enumerate(answer[1:])]
+    # the target's greedy choices in the even-id draft vocabulary, or in the text before them (the context's rows)
+    assert draftable.tolist() == [bool(t % 2 == 0) or s for t, s in zip(answer[1:], seen_before)]
+    assert any(s and t % 2 for t, s in zip(answer[1:], seen_before))  # the context's rows did matter here
     assert not agree[~draftable].any() and bool(((confidence > 0) & (confidence <= 1)).all())

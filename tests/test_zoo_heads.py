@@ -4,8 +4,8 @@ training/runtime agreement of the heads, and the whole training pipeline at its 
 Chi-square method as in test_engine_distribution.py: the first two generated tokens of 20,000 seeded
 speculative runs against the enumerated law of the warped target; pass at p >= 0.001. The heads (and a
 one-layer draft-vocabulary model drafter) here have random weights and a draft vocabulary that leaves two
-ids out (q = 0 there), so acceptance, rejection, residual draws of ids the drafter never proposes, and
-bonus tokens all occur.
+ids out (q = 0 there; the prompt holds one of them, which the heads' vocabulary then adds, as it follows the
+text), so acceptance, rejection, residual draws of ids the drafter never proposes, and bonus tokens all occur.
 """
 from __future__ import annotations
 
@@ -128,7 +128,10 @@ def test_head_drafter_q_differs_from_p_and_is_zero_outside_its_vocabulary(target
         drafter.start(PROMPT, 64)
     q = drafter.propose(PROMPT, 2, ProposalContext(True, build_warpers(DecodeSettings(temperature=1.0)),
                                                    torch.Generator().manual_seed(0))).q
-    assert torch.all(q[:, [2, 5]] == 0) and torch.allclose(q.sum(-1), torch.ones(len(q)))
+    assert torch.all(q[:, 5] == 0) and torch.allclose(q.sum(-1), torch.ones(len(q)))
+    # id 2 is outside DRAFT_VOCAB but in PROMPT: the heads' vocabulary follows the text, the draft models' does not
+    follows_text = not isinstance(drafter, DraftVocabModelDrafter)
+    assert bool((q[:, 2] > 0).all()) if follows_text else bool((q[:, 2] == 0).all())
 
 
 @pytest.mark.parametrize("make", MAKERS, ids=MAKER_IDS)

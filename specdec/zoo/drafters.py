@@ -7,6 +7,9 @@ q rows are over the target's vocabulary 0 .. vocab_limit - 1. All four score onl
 vocabulary (the target's head rows of the ids the target most often predicts, EAGLE-3 style), so a
 draft token costs Vd head rows, not the whole vocabulary; every other id has q = 0, which keeps
 speculative sampling exact (the verifier only needs q to be the distribution the draft was drawn from).
+The heads (Medusa, EAGLE) also score the ids their request's text holds outside that vocabulary
+(_HeadRows: a few dozen rows more, the words of the prompt's topic); the draft models do not (their
+network ends in the draft vocabulary's rows).
 """
 from __future__ import annotations
 
@@ -57,20 +60,75 @@ def draw(small: torch.Tensor, ids: torch.Tensor, vocab_limit: int, context: Prop
 
 
 class _HeadRows:
-    """The target's lm_head rows for the draft vocabulary: features [n, d] -> q rows [n, vocab_limit]."""
+    """The target's lm_head rows for a drafter's vocabulary: features [n, d] -> q rows [n, vocab_limit].
+
+    The vocabulary is the trained draft vocabulary plus every id the request's text holds so far that it lacks
+    (the context's ids, in the order they first appear). A reply names its topic in the prompt's own words, and the
+    tokens of a topic the data never chose are outside the trained vocabulary (docs/zoo.md, "What the first guess
+    misses"); with the context's rows the head can draft them, and copy them, as prompt lookup does. The set is a
+    function of the text alone (``follow``), so a step drafts the same whatever was drafted and rolled back before.
+    """
 
     def __init__(self, target_model, draft_vocab: torch.Tensor, vocab_limit: int, dtype):
-        self.ids = vocab_ids(draft_vocab, vocab_limit)
-        self.module = head_rows_module(target_model, self.ids, dtype)
+        self.base_ids = vocab_ids(draft_vocab, vocab_limit)  # [Vd]
+        self.module = head_rows_module(target_model, self.base_ids, dtype)
         self.weight = self.module.weight  # [Vd, d]
         self.vocab_limit = vocab_limit
+        self.follows_context = True  # False: the trained draft vocabulary alone
+        self._head = target_model.get_output_embeddings()
+        self._in_base = torch.zeros(vocab_limit, dtype=torch.bool)
+        self._in_base[self.base_ids] = True
+        self._reset()
+
+    def _reset(self) -> None:
+        self.scanned: list[int] = []  # the text follow() has read
+        self.extra_ids: list[int] = []  # context ids outside the draft vocabulary, by first appearance
+        self._extra_at: list[int] = []  # the text position each of them first appears at
+        self.extra_rows = self.weight.new_zeros((0, self.weight.shape[1]))  # [Ve, d]
+        self.extra_bias = self.weight.new_zeros(0)  # [Ve] (zeros when the target's head has no bias)
+        self.ids = self.base_ids  # [Vd + Ve]: column j of logits() is token ids[j]
+
+    def follow(self, seq: list[int]) -> None:
+        """Make the vocabulary the draft vocabulary plus the ids of ``seq`` (the request's text, prompt first)."""
+        seq = seq if self.follows_context else []
+        if seq[:len(self.scanned)] != self.scanned:  # rolled back, or another text: keep what both share
+            keep = next((i for i, (a, b) in enumerate(zip(self.scanned, seq)) if a != b), len(seq))
+            drop = next((i for i, at in enumerate(self._extra_at) if at >= keep), len(self._extra_at))
+            self.scanned = self.scanned[:keep]
+            del self.extra_ids[drop:], self._extra_at[drop:]
+            self.extra_rows, self.extra_bias = self.extra_rows[:drop], self.extra_bias[:drop]
+        known, new, new_at = set(self.extra_ids), [], []
+        for at in range(len(self.scanned), len(seq)):
+            token = seq[at]
+            if token < self.vocab_limit and not self._in_base[token] and token not in known:
+                known.add(token)
+                new.append(token)
+                new_at.append(at)
+        self.scanned = list(seq)
+        if new:
+            picked = torch.tensor(new)
+            self.extra_rows = torch.cat([self.extra_rows, self._head.weight.detach()[picked].to(self.weight.dtype)])
+            bias = self._head.bias.detach()[picked] if self._head.bias is not None else torch.zeros(len(new))
+            self.extra_bias = torch.cat([self.extra_bias, bias.to(self.weight.dtype)])
+            self.extra_ids += new
+            self._extra_at += new_at
+        if new or len(self.ids) != len(self.base_ids) + len(self.extra_ids):
+            self.ids = torch.cat([self.base_ids, torch.tensor(self.extra_ids, dtype=torch.long)])
 
     def bytes(self) -> int:
+        """The gathered rows of the draft vocabulary (weights: the same for every request)."""
         return weight_bytes(self.module)
 
+    def context_bytes(self) -> int:
+        """The rows of the context's ids (per-request state, like a cache)."""
+        return (self.extra_rows.numel() + self.extra_bias.numel()) * self.weight.element_size()
+
     def logits(self, features: torch.Tensor) -> torch.Tensor:
-        """Draft-vocabulary logits [n, Vd] of features [n, d]."""
-        return linear(features, linear_weights(self.module))
+        """Logits [n, len(ids)] of features [n, d]."""
+        small = linear(features, linear_weights(self.module))
+        if not self.extra_ids:
+            return small
+        return torch.cat([small, F.linear(features, self.extra_rows, self.extra_bias)], dim=-1)
 
     def rows(self, features: torch.Tensor, context: ProposalContext) -> tuple[torch.Tensor, list[int]]:
         """q rows [n, vocab_limit] and the drafted ids."""
@@ -114,6 +172,7 @@ class _FeatureDrafter(Drafter):
     def start(self, prompt_ids: list[int], max_length: int) -> None:
         self.features = []
         self.max_length = max_length
+        self.head_rows.follow([])  # the last request's context rows go with it
 
     def observe(self, hidden: torch.Tensor) -> None:
         self.features.extend(hidden.detach().to(self.dtype).unbind(0))
@@ -144,7 +203,12 @@ class MedusaDrafter(_FeatureDrafter):
         if k <= 0 or len(self.features) < len(seq) - 1 or len(seq) < 2:
             return Proposal()
         feature = self.features[len(seq) - 2]
-        q, ids = self._timed(lambda: self.head_rows.rows(self.heads(feature[None])[0, :k], context))
+
+        def draft():
+            self.head_rows.follow(seq)
+            return self.head_rows.rows(self.heads(feature[None])[0, :k], context)
+
+        q, ids = self._timed(draft)
         for i in range(k):
             if context.unsure(q[i]):
                 q, ids = q[: i + 1], ids[: i + 1]
@@ -155,7 +219,7 @@ class MedusaDrafter(_FeatureDrafter):
         return weight_bytes(self.heads) + self.head_rows.bytes()
 
     def state_bytes(self) -> int:
-        return sum(f.numel() * f.element_size() for f in self.features[-1:])
+        return sum(f.numel() * f.element_size() for f in self.features[-1:]) + self.head_rows.context_bytes()
 
 
 class EagleDrafter(_FeatureDrafter):
@@ -202,6 +266,7 @@ class EagleDrafter(_FeatureDrafter):
 
     @torch.inference_mode()
     def _chain(self, seq: list[int], k: int, context: ProposalContext):
+        self.head_rows.follow(seq)
         out = self._catch_up(seq)
         ids, rows = [], []
         for i in range(k):
@@ -236,6 +301,7 @@ class EagleDrafter(_FeatureDrafter):
         log-probability) and drafts their `top` likeliest children; the `nodes` likeliest of all are kept.
         Sampling: the children are draws from q without replacement, each level taking an even share of the
         `nodes` budget left (decided before drawing: no draw is dropped for its value)."""
+        self.head_rows.follow(seq)
         shape, vocab = self.tree_shape, self.head_rows.ids
         root_out = self._catch_up(seq)  # [1, d]
         base = self.cache.length  # slots of true (feature, token) pairs; the tree's come after them
@@ -264,4 +330,4 @@ class EagleDrafter(_FeatureDrafter):
         return weight_bytes(self.head) + self.head_rows.bytes()
 
     def state_bytes(self) -> int:
-        return self.cache.bytes() if self.cache is not None else 0
+        return (self.cache.bytes() if self.cache is not None else 0) + self.head_rows.context_bytes()

@@ -37,26 +37,43 @@ def target_pass(model, prompt: list[int], new_tokens: int, layers: tuple[int, ..
     return TargetPass(answer[0], states, top_id, top_p, len(prompt))
 
 
+def vocabulary_by_position(draft_vocab: torch.Tensor, ids: torch.Tensor, vocab_size: int,
+                           follow_context: bool = True) -> torch.Tensor:
+    """[T - 1, vocab_size] bool: row p, the ids a drafter can draft as token p + 2: its draft vocabulary and, as the
+    drafters' vocabulary follows the text (drafters._HeadRows), every id among tokens 0 .. p + 1. ids [T]."""
+    allowed = torch.zeros(vocab_size, dtype=torch.bool)
+    allowed[draft_vocab] = True
+    allowed = allowed.expand(len(ids) - 1, vocab_size)
+    if not follow_context:
+        return allowed
+    first = torch.full((vocab_size,), len(ids)).scatter_reduce(0, ids, torch.arange(len(ids)), reduce="amin")
+    return allowed | (first[None, :] <= torch.arange(1, len(ids))[:, None])
+
+
 @torch.no_grad()
-def first_guesses(model, head: EagleHead, draft_vocab: torch.Tensor, ids: torch.Tensor,
-                  states: torch.Tensor) -> torch.Tensor:
+def first_guesses(model, head: EagleHead, draft_vocab: torch.Tensor, ids: torch.Tensor, states: torch.Tensor,
+                  follow_context: bool = True) -> torch.Tensor:
     """[T - 1] target ids: row p is the head's guess at token p + 2 from (feature p, token p + 1), as training's
-    depth 0 and a chain step's first draft compute it. ids [T], states [T, m*d] (the layers head.feature_layers)."""
+    depth 0 and a chain step's first draft compute it, over the ids it can draft there (vocabulary_by_position).
+    ids [T], states [T, m*d] (the layers head.feature_layers)."""
     emb = model.get_input_embeddings().weight.float()
-    rows = model.get_output_embeddings().weight.float()[draft_vocab]
+    rows = model.get_output_embeddings().weight.float()  # [V, d]
     head = head.float()
     x = head.inputs(head.fused(states[None, :-1]), F.embedding(ids[None, 1:], emb))
     cos, sin = rope_tables(model.config, x.shape[1], torch.float32)
-    pred = head.forward_sequences(x, cos[None], sin[None])
-    return draft_vocab[F.linear(head.norm(pred), rows).argmax(-1)[0]]
+    logits = F.linear(head.norm(head.forward_sequences(x, cos[None], sin[None]))[0], rows)  # [T - 1, V]
+    allowed = vocabulary_by_position(draft_vocab, ids, len(rows), follow_context)
+    return logits.masked_fill(~allowed, float("-inf")).argmax(-1)
 
 
-def agreement(model, head: EagleHead, draft_vocab: torch.Tensor,
-              seen: TargetPass) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def agreement(model, head: EagleHead, draft_vocab: torch.Tensor, seen: TargetPass,
+              follow_context: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per answer position after the first (the first is the target's own, from the prompt's pass): whether the
     head's first guess is the target's choice [n] bool, the target's top-1 probability there [n], and whether that
-    choice is in the draft vocabulary at all [n] bool (a head can never draft the others)."""
-    guess = first_guesses(model, head, draft_vocab, seen.ids, seen.states)
+    choice is one the head could draft there at all [n] bool (vocabulary_by_position)."""
+    guess = first_guesses(model, head, draft_vocab, seen.ids, seen.states, follow_context)
+    allowed = vocabulary_by_position(draft_vocab, seen.ids, model.get_output_embeddings().weight.shape[0],
+                                     follow_context)
     q = torch.arange(seen.prompt_length + 1, len(seen.ids))  # token q: chosen at q - 1, guessed by row q - 2
     chosen = seen.top_id[q - 1]
-    return guess[q - 2] == chosen, seen.top_p[q - 1], torch.isin(chosen, draft_vocab)
+    return guess[q - 2] == chosen, seen.top_p[q - 1], allowed[q - 2, chosen]

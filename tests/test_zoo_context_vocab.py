@@ -1,0 +1,117 @@
+"""The heads' vocabulary follows their request's text (drafters._HeadRows): the trained draft vocabulary plus the
+ids the text holds outside it, as a function of the text alone. Exactness with these rows is in
+test_zoo_heads.py (its prompt holds an id outside the draft vocabulary)."""
+from __future__ import annotations
+
+import torch
+
+from specdec import DecodeSettings
+from specdec.drafters.base import ProposalContext
+from specdec.sampling import build_warpers
+from specdec.zoo.drafters import _HeadRows
+from test_zoo_heads import loaded, random_eagle3_concat, random_medusa, tiny_llama
+
+DRAFT_VOCAB = torch.tensor([0, 1, 3, 4])
+GREEDY = ProposalContext(False, build_warpers(DecodeSettings()), None)
+
+
+def head_rows(vocab_limit: int = 8) -> _HeadRows:
+    return _HeadRows(tiny_llama(8), DRAFT_VOCAB, vocab_limit, torch.float32)
+
+
+def followed(text: list[int], vocab_limit: int = 8) -> _HeadRows:
+    rows = head_rows(vocab_limit)
+    rows.follow(text)
+    return rows
+
+
+def same_vocabulary(a: _HeadRows, b: _HeadRows) -> bool:
+    return torch.equal(a.ids, b.ids) and torch.equal(a.extra_rows, b.extra_rows)
+
+
+def test_the_vocabulary_adds_the_texts_ids_outside_the_draft_vocabulary_by_first_appearance():
+    rows = followed([1, 5, 2, 5, 7, 0])
+    assert rows.ids.tolist() == [0, 1, 3, 4, 5, 2, 7]
+    assert torch.equal(rows.extra_rows, rows._head.weight[[5, 2, 7]])
+
+
+def test_logits_score_the_context_ids_with_the_targets_own_head_rows():
+    rows = followed([6, 2])
+    features = torch.randn(3, rows.weight.shape[1])
+    assert torch.allclose(rows.logits(features), features @ rows._head.weight[rows.ids].T, atol=1e-5)
+
+
+def test_ids_past_the_vocab_limit_never_join():
+    assert followed([5, 6, 7], vocab_limit=6).ids.tolist() == [0, 1, 3, 4, 5]
+
+
+def test_a_text_followed_further_adds_only_its_new_ids():
+    rows = followed([2, 5])
+    rows.follow([2, 5, 5, 6, 2])
+    assert same_vocabulary(rows, followed([2, 5, 5, 6, 2]))
+
+
+def test_a_rolled_back_text_keeps_only_the_ids_it_still_holds():
+    rows = followed([1, 2, 5, 6, 7])
+    rows.follow([1, 2, 5])
+    assert same_vocabulary(rows, followed([1, 2, 5])) and rows.ids.tolist() == [0, 1, 3, 4, 2, 5]
+
+
+def test_another_text_replaces_the_context_from_where_they_differ():
+    rows = followed([1, 2, 5, 6])
+    rows.follow([1, 2, 7, 5])
+    assert same_vocabulary(rows, followed([1, 2, 7, 5]))
+
+
+def test_with_following_off_the_vocabulary_is_the_draft_vocabulary_alone():
+    rows = followed([2, 5, 6])
+    rows.follows_context = False
+    rows.follow([2, 5, 6])
+    assert rows.ids.tolist() == DRAFT_VOCAB.tolist() and rows.logits(torch.randn(1, rows.weight.shape[1])).shape[-1] == 4
+    assert rows.context_bytes() == 0
+
+
+def test_a_head_drafts_a_context_id_the_draft_vocabulary_lacks():
+    rows = followed([2])
+    toward_two = rows._head.weight[2:3] * 100  # a feature whose best row is id 2's
+    assert rows.rows(toward_two, GREEDY)[1] == [2]
+    rows.follows_context = False
+    rows.follow([2])
+    assert rows.rows(toward_two, GREEDY)[1] != [2]
+
+
+def test_a_drafters_context_rows_are_its_state_and_a_new_request_drops_them():
+    target = loaded(tiny_llama(8))
+    drafter = random_medusa(target, vocab=8, draft_vocab=DRAFT_VOCAB)
+    weights = drafter.param_bytes()
+    drafter.start([2, 5], 16)
+    drafter.observe(torch.randn(2, target.model.config.hidden_size))
+    drafter.propose([2, 5, 6], 2, GREEDY)
+    d = target.model.config.hidden_size
+    assert drafter.head_rows.context_bytes() == 3 * (d + 1) * 4  # rows and bias of ids 2, 5, 6
+    assert drafter.param_bytes() == weights
+    drafter.start([1], 16)
+    assert drafter.head_rows.context_bytes() == 0 and drafter.head_rows.ids.tolist() == DRAFT_VOCAB.tolist()
+
+
+def test_an_eagle_step_drafts_the_same_after_a_longer_text_was_rolled_back():
+    target = loaded(tiny_llama(64, seed=4))
+    ids = [3, 17, 8, 41, 2, 9, 9, 31, 5, 61, 12]
+    states = target.model(torch.tensor([ids]), output_hidden_states=True).hidden_states
+    drafter = random_eagle3_concat(target, seed=5, vocab=64, draft_vocab=torch.arange(0, 64, 2))
+    feats = torch.cat([states[layer][0] for layer in drafter.head.feature_layers], dim=-1).detach()
+
+    def drafts(after_longer: bool) -> tuple[list[int], torch.Tensor]:
+        drafter.start(ids, 64)
+        if after_longer:
+            drafter.observe(feats[:10])
+            drafter.propose(ids, 3, GREEDY)
+            drafter.rollback(6)
+        else:
+            drafter.observe(feats[:5])
+        proposal = drafter.propose(ids[:6], 3, GREEDY)
+        return proposal.ids, proposal.q
+
+    (rolled_back, q_rolled_back), (fresh, q_fresh) = drafts(after_longer=True), drafts(after_longer=False)
+    assert rolled_back == fresh and torch.equal(q_rolled_back, q_fresh)
+    assert bool((q_fresh[:, 31] == 0).all())  # an odd id only the rolled-back tail held
