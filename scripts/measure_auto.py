@@ -34,8 +34,9 @@ PROMPTS = {
     "losing: French story": "Raconte une longue histoire en français sur un vieux pêcheur et la mer.",
 }
 # the fixed pairs that led on this machine (docs/benchmarks.md: a first round with eagle K=4, draft K=2 and the 8-node
-# tree as well had them behind)
-FIXED = [("smollm2-135m-eagle", 1), ("smollm2-135m-eagle", 2), ("smollm2-135m-draft", 1), ("smollm2-135m-medusa", 1)]
+# tree as well had them behind), and the EAGLE-3 head at the K auto chooses for it and at the Sweep's best on chat
+FIXED = [("smollm2-135m-eagle", 1), ("smollm2-135m-eagle", 2), ("smollm2-135m-draft", 1), ("smollm2-135m-medusa", 1),
+         ("smollm2-135m-eagle3", 3), ("smollm2-135m-eagle3", 4)]
 
 
 def contestants(target, tokens: int):
