@@ -175,7 +175,8 @@ draws both forms over the measured speedups; the table below is filled by your l
 Speculative decoding spends memory to save time. On top of the target's weights and KV cache it needs the **draft
 weights** (a separate draft model's; an early exit's adapter; Medusa or EAGLE heads' own layers plus their copy of the
 target's head rows for the draft vocabulary; nothing for prompt lookup), the **draft KV cache** (the drafter's own
-state: a draft model's cache for the whole sequence, the EAGLE head's one-layer cache, Medusa's last feature) and
+state: a draft model's cache for the whole sequence, the EAGLE head's one-layer cache, Medusa's last feature, and
+the heads' rows of the text's own tokens outside their draft vocabulary) and
 **verification slots**: the target's cache must hold K drafted positions beyond the run's own tokens. Verifying K+1
 tokens at once also makes K+1 rows of activations and logits, which are transient: only the measured peak shows them.
 Extra memory = draft weights + draft KV cache + verification slots, counted exactly; the Sweep plots each point's
