@@ -115,3 +115,72 @@ def test_an_eagle_step_drafts_the_same_after_a_longer_text_was_rolled_back():
     (rolled_back, q_rolled_back), (fresh, q_fresh) = drafts(after_longer=True), drafts(after_longer=False)
     assert rolled_back == fresh and torch.equal(q_rolled_back, q_fresh)
     assert bool((q_fresh[:, 31] == 0).all())  # an odd id only the rolled-back tail held
+
+
+# --- training as the heads draft (TrainConfig.context_rows) ------------------------------------------------------
+
+def _record(ids: list[int], top_ids: list[list[int]], d: int = 4) -> dict:
+    n = len(ids)
+    return {"ids": ids, "top_ids": torch.tensor(top_ids), "top_logits": torch.zeros(n, len(top_ids[0])),
+            "features": torch.zeros(n, d), "early": torch.zeros(n, d)}
+
+
+def test_context_batches_append_the_texts_other_ids_and_say_where_each_first_appears():
+    from specdec.zoo.train import Batches
+
+    records = [_record([0, 7, 1, 7, 5], [[1, 7]] * 5), _record([3, 6, 0, 1, 4], [[4, 6]] * 5)]
+    batches = Batches(records, torch.tensor([0, 1, 3, 4]), skip=0, batch_tokens=64, context_rows=True)
+    assert batches.vocab.tolist() == [0, 1, 3, 4, 5, 6, 7] and batches.base_size == 4
+    batch = batches.collate(records)
+    column = {int(t): j for j, t in enumerate(batches.vocab)}
+    assert batch["first_pos"][0, column[7]] == 1 and batch["first_pos"][0, column[5]] == 4
+    assert batch["first_pos"][0, column[6]] == 5  # not in the first text: past its last position
+    assert batch["first_pos"][1, column[6]] == 1
+
+
+def test_a_row_may_use_a_texts_id_only_once_the_text_holds_it():
+    from specdec.zoo.train import Batches, draftable
+
+    records = [_record([0, 7, 1, 7, 5], [[1, 7]] * 5)]
+    batches = Batches(records, torch.tensor([0, 1, 3, 4]), skip=0, batch_tokens=64, context_rows=True)
+    batch = batches.collate(records)
+    allowed = draftable(batch, torch.arange(batches.vocab_size), batches.base_size)  # [1, 4 rows, 7 columns]
+    five, seven = batches.vocab.tolist().index(5), batches.vocab.tolist().index(7)
+    assert allowed[0, :, :4].all()  # the draft vocabulary, always
+    assert allowed[0, :, seven].tolist() == [True] * 4  # token 1: known from row 0 (tokens 0 .. 1) on
+    assert allowed[0, :, five].tolist() == [False, False, False, True]  # token 4: from row 3 on
+    assert draftable(Batches(records, torch.tensor([0, 1, 3, 4]), 0, 64).collate(records), torch.arange(4), 4) is None
+
+
+def test_the_loss_drops_teacher_mass_on_columns_a_row_may_not_use():
+    from specdec.zoo.train import soft_ce
+
+    logits = torch.tensor([[[2.0, 0.5, 1.0]]])
+    tidx, valid = torch.tensor([[[0, 2]]]), torch.tensor([[True]])
+    allowed = torch.tensor([[[True, True, False]]])
+    masked, _, _ = soft_ce(logits, tidx, torch.tensor([[[0.5, 0.5]]]), valid, allowed)
+    alone, _, _ = soft_ce(logits[..., :2], tidx[..., :1], torch.tensor([[[1.0]]]), valid)
+    assert torch.isfinite(masked) and torch.allclose(masked, alone)
+
+
+def test_a_head_trained_with_context_rows_keeps_its_draft_vocabulary(tmp_path):
+    from test_zoo_eagle3 import _trained_then_again
+
+    from specdec.zoo.build import load_tensors
+    from specdec.zoo.pipeline import EAGLE3
+
+    record = _trained_then_again(tmp_path, context_rows=True)
+    assert record["train_config"]["context_rows"] is True and record["training"]["steps"] > 0
+    first = load_tensors(tmp_path / "first" / EAGLE3)["draft_vocab"]
+    assert torch.equal(load_tensors(tmp_path / "again" / EAGLE3)["draft_vocab"], first)
+
+
+def test_padding_marks_nothing_even_when_id_zero_is_in_no_vocabulary():
+    from specdec.zoo.train import Batches
+
+    records = [_record([2, 7, 1, 7, 5, 9], [[1, 7]] * 6), _record([3, 6, 1], [[4, 6]] * 3)]  # the second is padded
+    batches = Batches(records, torch.tensor([1, 3, 4]), skip=0, batch_tokens=64, context_rows=True)
+    assert 0 not in batches.vocab.tolist()
+    first_pos = batches.collate(records)["first_pos"]
+    column = {int(t): j for j, t in enumerate(batches.vocab)}
+    assert first_pos[1, column[6]] == 1 and first_pos[1, column[9]] == 6  # 9: only in the first text

@@ -172,6 +172,12 @@ PROFILES["eagle3-topics"] = replace(
 # the topics data's own 12,288 first choices (16,000 ids), so that tokens of new topics can be drafted at all.
 PROFILES["eagle3-topics-wide-vocab"] = replace(PROFILES["eagle3-topics"], name="eagle3-topics-wide-vocab",
                                                widen_draft_vocab=True)
+# An experiment (docs/zoo.md, "The text's own tokens"): eagle3-topics trained as the heads now draft, over the draft
+# vocabulary plus each answer's own text's ids (TrainConfig.context_rows), so that the head learns to rank the rare
+# tokens a prompt names; the same data (shards hard-linked from eagle3-topics), init, schedule and seed.
+PROFILES["eagle3-topics-context"] = replace(
+    PROFILES["eagle3-topics"], name="eagle3-topics-context",
+    eagle3=replace(PROFILES["eagle3-topics"].eagle3, context_rows=True))
 # seconds: the EAGLE-3 pipeline smoke test (tiny random target of 3 layers)
 PROFILES["tiny-eagle3"] = replace(
     PROFILES["tiny"], name="tiny-eagle3", feature_layers=(1, 2), drafters=(EAGLE3,),
@@ -353,7 +359,10 @@ def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, s
         init_state = None
         if cfg.init_from:
             init_state, meta["init"] = trained_head_state(work / cfg.init_from, vocab)  # an absolute path stays
-        head, record = train_eagle(model, batches, vocab, cfg, log=log, checkpoint=checkpoint, init_state=init_state)
+        head_batches = Batches(records, vocab, skip, profile.batch_tokens, context_rows=True) if cfg.context_rows \
+            else batches
+        head, record = train_eagle(model, head_batches, vocab, cfg, log=log, checkpoint=checkpoint,
+                                   init_state=init_state)
         save(name, tensors_of(head), meta, cfg, record)
     if "smollm2-135m-medusa" in only:
         cfg = replace(profile.medusa, seed=seed)

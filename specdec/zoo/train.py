@@ -50,6 +50,8 @@ class TrainConfig:
     eagle_input: str = "fc"  # eagle: EagleHead's input_layout ("concat": EAGLE-3's reference layer, vLLM's)
     checkpoints: tuple[float, ...] = ()  # fractions of the planned steps at which a copy is saved (the curve)
     init_from: str | None = None  # eagle: a trained head's folder to start from (relative: in the work folder)
+    context_rows: bool = False  # eagle: train as the heads draft: over the draft vocabulary plus each sequence's own
+    #                             ids so far (drafters._HeadRows), those among the candidates (Batches(context_rows))
 
 
 def draft_vocabulary(records: list[dict], size: int, skip: int, eos_id: int, vocab_size: int = 0) -> torch.Tensor:
@@ -80,16 +82,29 @@ def vocab_coverage(records: list[dict], vocab: torch.Tensor, skip: int) -> float
 
 class Batches:
     """Padded batches of records (sorted by length, shuffled per epoch), teacher targets mapped to the
-    draft vocabulary: probs [B, T, k] (softmax of the top-k logits; ids outside the vocabulary get 0)."""
+    draft vocabulary: probs [B, T, k] (softmax of the top-k logits; ids outside the vocabulary get 0).
+
+    context_rows: the vocabulary is the draft vocabulary (columns 0 .. base_size - 1) followed by every other id the
+    records' texts hold, and each batch says where each of those first appears in each sequence (first_pos
+    [B, vocab_size]): a row may use such a column only from there on, as the heads draft (drafters._HeadRows)."""
 
     def __init__(self, records: list[dict], vocab: torch.Tensor, skip: int, batch_tokens: int, max_len: int = 480,
-                 top_k: int = 8):
+                 top_k: int = 8, context_rows: bool = False):
         self.records = [r for r in records if len(r["ids"]) > skip + 2]
         self.top_k = top_k
+        self.base_size, self.context_rows = len(vocab), context_rows
+        size = int(max(int(vocab.max()), max(int(r["top_ids"].max()) for r in self.records),
+                       max(max(r["ids"]) for r in self.records))) + 1
+        if context_rows:
+            in_text = torch.zeros(size, dtype=torch.bool)
+            for r in self.records:
+                in_text[torch.as_tensor(r["ids"], dtype=torch.long)] = True
+            in_text[vocab] = False
+            vocab = torch.cat([vocab.long(), in_text.nonzero()[:, 0]])
+        self.vocab = vocab  # [vocab_size] target ids: column j is token vocab[j]
         self.vocab_size = len(vocab)
         self.skip, self.batch_tokens, self.max_len = skip, batch_tokens, max_len
-        lookup = torch.full((int(max(int(vocab.max()), max(int(r["top_ids"].max()) for r in self.records))) + 1,),
-                            -1, dtype=torch.long)
+        lookup = torch.full((size,), -1, dtype=torch.long)
         lookup[vocab] = torch.arange(len(vocab))
         self.lookup = lookup
         order = sorted(range(len(self.records)), key=lambda i: len(self.records[i]["ids"]))
@@ -137,31 +152,61 @@ class Batches:
             tidx[r, :m] = mapped.clamp(min=0)
             valid[r, self.skip : m] = True
         tprob = tprob / tprob.sum(-1, keepdim=True).clamp(min=1e-6)
-        return {"ids": ids, "features": feats, "early": early, "layers": layers, "tidx": tidx, "tprob": tprob,
-                "valid": valid, "top1": tidx[..., 0]}
+        batch = {"ids": ids, "features": feats, "early": early, "layers": layers, "tidx": tidx, "tprob": tprob,
+                 "valid": valid, "top1": tidx[..., 0]}
+        if self.context_rows:  # [B, vocab_size]: the first position of each column's id in each text (n_pos + 1: none)
+            columns = self.lookup[ids]  # -1: padding (id 0 may be in no vocabulary), which marks nothing
+            positions = torch.where(columns >= 0, torch.arange(n_pos + 1), n_pos + 1)
+            batch["first_pos"] = torch.full((b, self.vocab_size), n_pos + 1, dtype=torch.long).scatter_reduce(
+                1, columns.clamp(min=0), positions, reduce="amin")
+        return batch
 
 
 def candidates(batch: dict, vocab_size: int, extra: int, generator: torch.Generator) -> torch.Tensor:
     """Sampled softmax: the draft-vocabulary ids any teacher target of the batch names, plus `extra`
-    random ids (negatives), sorted. Losses are computed over these columns only (cost)."""
+    random ids (negatives) of the first vocab_size columns, plus (context rows) every column the batch's texts
+    hold, sorted. Losses are computed over these columns only (cost)."""
     used = batch["tidx"][batch["tprob"] > 0].unique()
     rand = torch.randint(0, vocab_size, (extra,), generator=generator)
-    return torch.cat([used, rand]).unique()
+    if "first_pos" not in batch:
+        return torch.cat([used, rand]).unique()
+    in_text = (batch["first_pos"] < batch["ids"].shape[1]).any(0).nonzero()[:, 0]
+    return torch.cat([used, rand, in_text]).unique()
 
 
 def restrict(batch: dict, cand: torch.Tensor, vocab_size: int) -> dict:
-    """The batch's teacher indices re-expressed as columns of `cand`."""
+    """The batch's teacher indices re-expressed as columns of `cand` (context rows: first_pos too)."""
     remap = torch.zeros(vocab_size, dtype=torch.long)
     remap[cand] = torch.arange(len(cand))
     out = dict(batch)
     out["tidx"] = remap[batch["tidx"]]
+    if "first_pos" in batch:
+        out["first_pos"] = batch["first_pos"][:, cand]
     return out
 
 
-def soft_ce(logits: torch.Tensor, tidx: torch.Tensor, tprob: torch.Tensor, valid: torch.Tensor):
-    """Mean over valid rows of -sum_j p_j log q(id_j); plus top-1 agreement (count, total)."""
+def draftable(batch: dict, columns: torch.Tensor, base_size: int) -> torch.Tensor | None:
+    """Context rows: [B, n_pos, C] bool, whether row p of each sequence may use each of `columns` [C] (of
+    Batches.vocab): a draft-vocabulary column always, another once its id is among tokens 0 .. p + 1 of the text, as
+    a head drafting after them would have it. None without context rows (every column)."""
+    if "first_pos" not in batch:
+        return None
+    rows = torch.arange(batch["tidx"].shape[1])
+    return (columns < base_size)[None, None, :] | (batch["first_pos"][:, None, :] <= rows[None, :, None] + 1)
+
+
+def soft_ce(logits: torch.Tensor, tidx: torch.Tensor, tprob: torch.Tensor, valid: torch.Tensor,
+            allowed: torch.Tensor | None = None):
+    """Mean over valid rows of -sum_j p_j log q(id_j); plus top-1 agreement (count, total). allowed [B, T, C]:
+    the columns each row may use (draftable; q = 0 elsewhere and the teacher's mass there dropped, the rest renormed)."""
+    if allowed is not None:
+        logits = logits.masked_fill(~allowed, float("-inf"))
+        tprob = tprob * allowed.gather(-1, tidx)
+        mass = tprob.sum(-1, keepdim=True)
+        valid = valid & (mass[..., 0] > 0)
+        tprob = tprob / mass.clamp(min=1e-6)
     logq = torch.log_softmax(logits.float(), dim=-1)
-    loss = -(logq.gather(-1, tidx) * tprob).sum(-1)
+    loss = -(torch.where(tprob > 0, logq.gather(-1, tidx), 0.0) * tprob).sum(-1)
     v = valid.float()
     agree = ((logits.argmax(-1) == tidx[..., 0]) & valid).sum()
     return (loss * v).sum() / v.sum().clamp(min=1), int(agree), int(valid.sum())
@@ -222,10 +267,15 @@ def _loop(batches: Batches, cfg: TrainConfig, trainer: Trainer, fn, w_full: torc
     inner = fn
 
     def fn(batch):
-        if cfg.negatives is None or w_full is None:
+        if w_full is None:
             return inner(batch, w_full)
-        cand = candidates(batch, len(w_full), cfg.negatives, neg)
-        return inner(restrict(batch, cand, len(w_full)), w_full[cand])
+        if cfg.negatives is None:
+            columns, w = torch.arange(len(w_full)), w_full
+        else:
+            columns = candidates(batch, batches.base_size, cfg.negatives, neg)
+            batch, w = restrict(batch, columns, len(w_full)), w_full[columns]
+        allowed = draftable(batch, columns, batches.base_size)
+        return inner(batch if allowed is None else {**batch, "allowed": allowed}, w)
 
     total = trainer.total
     marks = {round(f * total) for f in cfg.checkpoints} - {0, total}  # the last step's head is the result itself
@@ -264,7 +314,7 @@ def train_eagle(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainC
     if init_state is not None:
         head.load_state_dict({k: v.float() for k, v in init_state.items()}, strict=True)
     head.float().train()
-    w_full = _frozen_head(target_model, vocab)
+    w_full = _frozen_head(target_model, batches.vocab)  # vocab, then (context rows) the texts' other ids
     emb = target_model.get_input_embeddings().weight.detach().float()
     trainer = Trainer(head.parameters(), cfg, _steps(batches, cfg), log, "eagle")
 
@@ -288,7 +338,7 @@ def train_eagle(target_model, batches: Batches, vocab: torch.Tensor, cfg: TrainC
             tprob = torch.zeros_like(b["tprob"])
             tprob[:, : n - s] = b["tprob"][:, s:]
             logits = F.linear(head.norm(pred), w)
-            ce, agree, count = soft_ce(logits, tidx, tprob, tgt_valid)
+            ce, agree, count = soft_ce(logits, tidx, tprob, tgt_valid, b.get("allowed"))
             weight = 1.0 if depth == 0 else 0.8 ** depth
             total = total + weight * ce
             if cfg.reg_weight:  # EAGLE's feature regression (EAGLE-3 drops it: reg_weight 0)
