@@ -91,10 +91,12 @@ class _HeadRows:
     def follow(self, seq: list[int]) -> None:
         """Make the vocabulary the draft vocabulary plus the ids of ``seq`` (the request's text, prompt first)."""
         seq = seq if self.follows_context else []
+        changed = False
         if seq[:len(self.scanned)] != self.scanned:  # rolled back, or another text: keep what both share
             keep = next((i for i, (a, b) in enumerate(zip(self.scanned, seq)) if a != b), len(seq))
             drop = next((i for i, at in enumerate(self._extra_at) if at >= keep), len(self._extra_at))
             self.scanned = self.scanned[:keep]
+            changed = drop < len(self.extra_ids)
             del self.extra_ids[drop:], self._extra_at[drop:]
             self.extra_rows, self.extra_bias = self.extra_rows[:drop], self.extra_bias[:drop]
         known, new, new_at = set(self.extra_ids), [], []
@@ -112,7 +114,7 @@ class _HeadRows:
             self.extra_bias = torch.cat([self.extra_bias, bias.to(self.weight.dtype)])
             self.extra_ids += new
             self._extra_at += new_at
-        if new or len(self.ids) != len(self.base_ids) + len(self.extra_ids):
+        if new or changed:
             self.ids = torch.cat([self.base_ids, torch.tensor(self.extra_ids, dtype=torch.long)])
 
     def bytes(self) -> int:

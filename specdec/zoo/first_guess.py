@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from .heads import EagleHead, rope_tables
+from .train import first_positions, usable_by_row
 
 
 @dataclass
@@ -41,13 +42,11 @@ def vocabulary_by_position(draft_vocab: torch.Tensor, ids: torch.Tensor, vocab_s
                            follow_context: bool = True) -> torch.Tensor:
     """[T - 1, vocab_size] bool: row p, the ids a drafter can draft as token p + 2: its draft vocabulary and, as the
     drafters' vocabulary follows the text (drafters._HeadRows), every id among tokens 0 .. p + 1. ids [T]."""
-    allowed = torch.zeros(vocab_size, dtype=torch.bool)
-    allowed[draft_vocab] = True
-    allowed = allowed.expand(len(ids) - 1, vocab_size)
+    in_draft_vocab = torch.zeros(vocab_size, dtype=torch.bool)
+    in_draft_vocab[draft_vocab] = True
     if not follow_context:
-        return allowed
-    first = torch.full((vocab_size,), len(ids)).scatter_reduce(0, ids, torch.arange(len(ids)), reduce="amin")
-    return allowed | (first[None, :] <= torch.arange(1, len(ids))[:, None])
+        return in_draft_vocab.expand(len(ids) - 1, vocab_size)
+    return usable_by_row(first_positions(ids[None], vocab_size), in_draft_vocab, len(ids) - 1)[0]
 
 
 @torch.no_grad()

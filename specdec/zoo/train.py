@@ -93,9 +93,9 @@ class Batches:
         self.records = [r for r in records if len(r["ids"]) > skip + 2]
         self.top_k = top_k
         self.base_size, self.context_rows = len(vocab), context_rows
-        size = int(max(int(vocab.max()), max(int(r["top_ids"].max()) for r in self.records),
-                       max(max(r["ids"]) for r in self.records))) + 1
+        size = int(max(int(vocab.max()), max(int(r["top_ids"].max()) for r in self.records))) + 1
         if context_rows:
+            size = max(size, max(max(r["ids"]) for r in self.records) + 1)
             in_text = torch.zeros(size, dtype=torch.bool)
             for r in self.records:
                 in_text[torch.as_tensor(r["ids"], dtype=torch.long)] = True
@@ -154,12 +154,25 @@ class Batches:
         tprob = tprob / tprob.sum(-1, keepdim=True).clamp(min=1e-6)
         batch = {"ids": ids, "features": feats, "early": early, "layers": layers, "tidx": tidx, "tprob": tprob,
                  "valid": valid, "top1": tidx[..., 0]}
-        if self.context_rows:  # [B, vocab_size]: the first position of each column's id in each text (n_pos + 1: none)
-            columns = self.lookup[ids]  # -1: padding (id 0 may be in no vocabulary), which marks nothing
-            positions = torch.where(columns >= 0, torch.arange(n_pos + 1), n_pos + 1)
-            batch["first_pos"] = torch.full((b, self.vocab_size), n_pos + 1, dtype=torch.long).scatter_reduce(
-                1, columns.clamp(min=0), positions, reduce="amin")
+        if self.context_rows:  # [B, vocab_size]; lookup -1: padding (id 0 may be in no vocabulary), marks nothing
+            batch["first_pos"] = first_positions(self.lookup[ids], self.vocab_size)
         return batch
+
+
+def first_positions(columns: torch.Tensor, size: int) -> torch.Tensor:
+    """[B, size]: where each column first appears in each row of columns [B, T] (-1: padding, which marks
+    nothing); T where it does not appear."""
+    width = columns.shape[1]
+    positions = torch.where(columns >= 0, torch.arange(width), width)
+    return torch.full((len(columns), size), width, dtype=torch.long).scatter_reduce(
+        1, columns.clamp(min=0), positions, reduce="amin")
+
+
+def usable_by_row(first_pos: torch.Tensor, in_draft_vocab: torch.Tensor, rows: int) -> torch.Tensor:
+    """[B, rows, C] bool: row p (the guess at token p + 2) may use a column of the draft vocabulary always, another
+    once tokens 0 .. p + 1 of its text hold it, as the heads draft (drafters._HeadRows). first_pos [B, C] (as
+    first_positions gives), in_draft_vocab [C] bool."""
+    return in_draft_vocab[None, None, :] | (first_pos[:, None, :] <= torch.arange(rows)[None, :, None] + 1)
 
 
 def candidates(batch: dict, vocab_size: int, extra: int, generator: torch.Generator) -> torch.Tensor:
@@ -191,8 +204,7 @@ def draftable(batch: dict, columns: torch.Tensor, base_size: int) -> torch.Tenso
     a head drafting after them would have it. None without context rows (every column)."""
     if "first_pos" not in batch:
         return None
-    rows = torch.arange(batch["tidx"].shape[1])
-    return (columns < base_size)[None, None, :] | (batch["first_pos"][:, None, :] <= rows[None, :, None] + 1)
+    return usable_by_row(batch["first_pos"], columns < base_size, batch["tidx"].shape[1])
 
 
 def soft_ce(logits: torch.Tensor, tidx: torch.Tensor, tprob: torch.Tensor, valid: torch.Tensor,
