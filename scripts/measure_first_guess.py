@@ -2,7 +2,7 @@
 how confident the target is there.
 
     python scripts/measure_first_guess.py [--per-split 24] [--new-tokens 64] [--profile eagle3-asked]
-                                          [--draft-vocabulary-only] [FOLDER ...]
+                                          [--draft-vocabulary-only] [--by-choice] [FOLDER ...]
 
 measure_eagle_chain.py --positions showed that the chains' first draft is what bounds held-out chat. Here each chat
 instruction is answered greedily by the float32 target (64 new tokens) and the head's first guess is compared with the
@@ -21,7 +21,9 @@ the drafters' vocabulary follows the text; --draft-vocabulary-only: outside the 
 drafted before they followed the text), and the agreement within bins of
 that probability (with each bin's share of positions). If the agreement within each bin is the same across splits,
 the splits differ only in how confident the target is, i.e. in how predictable its answers are; if it differs within
-bins, the head generalises worse to what it did not see. Greedy, no timing: exact and repeatable on any machine.
+bins, the head generalises worse to what it did not see. --by-choice also splits the positions where the target is
+sure (p >= 0.9) by what it chose (first_guess.choice_kinds: a piece inside a word or not, and whether the text held
+it before). Greedy, no timing: exact and repeatable on any machine.
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ from specdec.loading import load_model  # noqa: E402
 from specdec.zoo import prompts as P  # noqa: E402
 from specdec.zoo.build import drafter_dir, load_eagle_head  # noqa: E402
 from specdec.zoo.data import chat_ids, trained_greedy_prompts  # noqa: E402
-from specdec.zoo.first_guess import agreement, target_pass  # noqa: E402
+from specdec.zoo.first_guess import agreement, choice_kinds, target_pass  # noqa: E402
 from specdec.zoo.pipeline import PROFILES, chat_topics, default_work  # noqa: E402
 
 BINS = (0.0, 0.3, 0.6, 0.9, 1.01)  # the target's top-1 probability at the position
@@ -84,6 +86,18 @@ def summary(agree: torch.Tensor, conf: torch.Tensor, draftable: torch.Tensor) ->
     return "; ".join(parts)
 
 
+def by_choice(agree: torch.Tensor, conf: torch.Tensor, kinds: list[str]) -> str:
+    """At p >= 0.9: each kind of choice's share of those positions, the agreement there, and its share of misses."""
+    sure = (conf >= 0.9).tolist()
+    rows = {}
+    for kind, agreed, is_sure in zip(kinds, agree.tolist(), sure):
+        if is_sure:
+            rows.setdefault(kind, []).append(agreed)
+    total = sum(len(v) for v in rows.values())
+    return "; ".join(f"{kind} {len(v) / total:.1%} agree {sum(v) / len(v):.3f} missed {(len(v) - sum(v)) / total:.1%}"
+                     for kind, v in sorted(rows.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folders", nargs="*", default=[str(drafter_dir("smollm2-135m-eagle3"))])
@@ -93,6 +107,8 @@ def main() -> None:
                         help="whose data the 'trained' and 'unseen-pairs' splits are taken from / kept out of")
     parser.add_argument("--draft-vocabulary-only", action="store_true",
                         help="the head drafts from its draft vocabulary alone, not the text's ids too")
+    parser.add_argument("--by-choice", action="store_true",
+                        help="also split the confident positions by what the target chose (first_guess.choice_kinds)")
     args = parser.parse_args()
     target = load_model("smollm2-135m-instruct", dtype="float32")
     heads = [(folder, *load_eagle_head(target.model.config, Path(folder))) for folder in args.folders]
@@ -107,6 +123,9 @@ def main() -> None:
                                                                           not args.draft_vocabulary_only)
                                                                 for seen in passes)))
             print(f"{split:15s} {Path(folder).name}: {summary(agree, conf, drafts)}", flush=True)
+            if args.by_choice:
+                kinds = [kind for seen in passes for kind in choice_kinds(target.tokenizer, seen)]
+                print(f"{'':15s} at p >= 0.9, by choice: {by_choice(agree, conf, kinds)}", flush=True)
 
 
 if __name__ == "__main__":

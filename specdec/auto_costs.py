@@ -1,10 +1,12 @@
 """The `auto` drafter's cost figures on this machine: c and v(K) per drafter, measured once and cached.
 
-The probe runs the engine itself (decoding.Generation, greedy, past end of text) on a fixed chat prompt with a
-schedule that cycles K through 0 (a plain target step), 1, 2, …, k_max (a tree drafter: 0 and its cards' depth),
-ROUNDS times; the first round warms up. Every K is so timed between plain steps of the same run, under the
-same load from other processes. From the steps (theory.py's measured forms):
-  plain step  median whole step at K = 0
+The probe runs the engine itself (decoding.Generation, greedy, past end of text) on a fixed chat prompt: the target
+alone (no drafter loaded), then the drafter with a schedule that cycles K through 1, 2, …, k_max (a tree drafter:
+its cards' depth) ROUNDS times (the first round warms up), then the target alone again. From the steps (theory.py's
+measured forms):
+  plain step  median step of the two target-only runs: the unit of c and v, as a speedup's baseline is the target
+              alone (a K = 0 step of a run with a drafter loaded costs more: the runner keeps the features the
+              drafter reads and the drafter follows the text; docs/benchmarks.md)
   c(K)        drafting time of a step that drafted K tokens / K / plain step
   v(K)        target side (verification and bookkeeping) of such a step / plain step
 both read off a Theil–Sen line over K through every timed step (smoothed: robust to steps slowed by
@@ -26,7 +28,8 @@ from .schedules import KSchedule
 from .theory import fit_line
 
 FILE_NAME = "auto_costs.json"
-FORMAT = 2  # bumped when the probe changes: older records are measured again
+FORMAT = 3  # bumped when the probe changes: older records are measured again (3: the plain step from
+# target-only runs, not from K = 0 steps with the drafter loaded)
 ROUNDS = 5  # cycles of every K; the first warms up
 PROBE_TEXT = "Explain how a bicycle works, step by step."
 
@@ -50,8 +53,8 @@ class CyclingSchedule(KSchedule):
 
 def probe_cycle(drafter, k_max: int) -> list[int]:
     if getattr(drafter, "tree_shape", None) is not None:
-        return [0, CARD_K]
-    return list(range(0, k_max + 1))
+        return [CARD_K]
+    return list(range(1, k_max + 1))
 
 
 def probe_events(target, drafter, prompt_ids: list[int], cycle: list[int], rounds: int = ROUNDS) -> list:
@@ -72,10 +75,20 @@ def probe_events(target, drafter, prompt_ids: list[int], cycle: list[int], round
     return events
 
 
-def costs_from_events(name: str, events: list, tree: bool, warm_up: int) -> DrafterCosts:
-    """c(K) and v(K) over the steps after the warm-up (a chain: by tokens drafted; a tree: by depth planned)."""
+def target_only_steps(target, prompt_ids: list[int], steps: int) -> list[float]:
+    """Seconds of each step of the target alone (no drafter loaded), greedy past end of text, the first left out
+    (it warms up)."""
+    from .decoding import Generation
+
+    settings = DecodeSettings(max_new_tokens=steps + 1, k=1, temperature=0.0, seed=0)
+    result = Generation(target, None, prompt_ids, settings, ignore_eos=True).result()
+    return [e.draft_time_s + e.verify_time_s + e.other_time_s for e in result.events[1:]]
+
+
+def costs_from_events(name: str, events: list, tree: bool, warm_up: int, plain: float) -> DrafterCosts:
+    """c(K) and v(K) over the steps after the warm-up (a chain: by tokens drafted; a tree: by depth planned), as
+    ratios to ``plain``, the seconds of a target-only step."""
     timed = events[warm_up:]
-    plain = statistics.median(e.draft_time_s + e.verify_time_s + e.other_time_s for e in timed if e.k_planned == 0)
     by_k: dict[int, list] = {}
     for e in timed:
         k = e.k_planned if tree else e.k
@@ -103,8 +116,12 @@ def smoothed(ks: list[int], samples: list[list[float]]) -> list[float]:
 def measure_costs(target, drafter, prompt_ids: list[int], k_max: int, rounds: int = ROUNDS) -> DrafterCosts:
     started = time.perf_counter()
     cycle = probe_cycle(drafter, k_max)
+    plain_steps = len(cycle) * rounds
+    before = target_only_steps(target, prompt_ids, plain_steps)
     events = probe_events(target, drafter, prompt_ids, cycle, rounds)
-    costs = costs_from_events(drafter.name, events, getattr(drafter, "tree_shape", None) is not None, len(cycle))
+    after = target_only_steps(target, prompt_ids, plain_steps)
+    costs = costs_from_events(drafter.name, events, getattr(drafter, "tree_shape", None) is not None, len(cycle),
+                              statistics.median(before + after))
     return DrafterCosts(costs.name, costs.c, costs.v, costs.tree, costs.plain_ms,
                         time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), round(time.perf_counter() - started, 2))
 

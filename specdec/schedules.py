@@ -12,8 +12,9 @@ token is still drawn from the target's distribution given the tokens before it.
               verification times of this run
   auto        optimal's choice of K, with E from the acceptance at each draft position (a later draft is accepted
               less often than the first: the i.i.d. alpha overrates long chains), and speculation switched off (plain target steps, K = 0) while the best
-              predicted speedup E / (K c + v(K)) is below OFF_BELOW (once MIN_EVIDENCE drafts were evaluated),
-              back on above ON_ABOVE (hysteresis);
+              predicted speedup E / (K c + v(K)) is below OFF_BELOW and stays below it with alpha read in
+              speculation's favour (the upper end of its Wilson interval, OFF_Z standard errors: clear evidence
+              switches it off within a few drafts, mixed evidence takes more), back on above ON_ABOVE (hysteresis);
               while off, one probe step at K = 1 after PROBE_EVERY plain steps keeps alpha measured, the gap
               doubling after each probe that leaves it off (up to PROBE_MAX_GAP: a prompt where drafting does not
               pay should cost few probes), back to PROBE_EVERY once it is on again. Its prior:
@@ -34,7 +35,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .theory import expected_tokens_by_position, expected_tokens_per_forward
+from .theory import expected_tokens_by_position, expected_tokens_per_forward, wilson_upper
 
 SCHEDULES = ("constant", "heuristic", "confidence", "optimal", "auto")
 CONFIDENCE_THRESHOLD = 0.4  # transformers' default assistant_confidence_threshold
@@ -46,8 +47,10 @@ PROBE_MAX_GAP = 64  # ... the gap doubles after each probe that leaves speculati
 PRIOR_STRENGTH = 2.0  # auto: the prior alpha counts as this many evaluated drafts (alpha varies a lot by prompt:
 # a French poem gets 0.0 from drafters whose English chat figure is 0.5, so the run's own evidence must win fast)
 ALPHA_WINDOW = 64  # auto: the running alpha's evidence is the last this many evaluated drafts
-MIN_EVIDENCE = 8  # auto: speculation that is on goes off only once the run has evaluated this many drafts (a few
-# early rejections are common where speculation pays: 0.65^4 = 0.18 at alpha 0.35)
+OFF_Z = 1.0  # auto: speculation that is on goes off only when alpha at the upper end of its Wilson score interval
+# (this many standard errors; the prior counted as its strength in drafts) predicts no speedup at any K either. A fixed
+# count of drafts (8 until 2026-12-05) cost a losing run 8 rejected drafts wherever a step costs 1.5 plain ones
+# (docs/benchmarks.md); early rejections where speculation pays are rarer than that bound lets through
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,14 @@ class AutoSchedule(OptimalSchedule):
             alphas.append(previous)
         return alphas
 
+    def best_in_favour(self) -> float:
+        """The best predicted speedup over the Ks with alpha read in speculation's favour: the upper end of its
+        Wilson interval (OFF_Z standard errors; the prior counts as prior.strength drafts), the same at every
+        position."""
+        alpha = min(wilson_upper(self.alpha, self.prior.strength + len(self.recent), OFF_Z), 0.999)
+        return max((expected_tokens_per_forward(alpha, k) / cost for k in self.ks() if (cost := self.step_cost(k))),
+                   default=float("inf"))
+
     def ks(self) -> list[int]:
         """The Ks to choose from: those the prior has costs for (a tree: its depth), else 1..k_max."""
         known = [k for k in range(1, self.k_max + 1) if k in self.prior.c and k in self.prior.v]
@@ -216,7 +227,7 @@ class AutoSchedule(OptimalSchedule):
         if predicted is None:
             return self._decide(k if self.plain_times else 0, "speculate" if self.plain_times else "off", None,
                                 "measuring: no cost figures yet" + ("" if self.plain_times else ", timing a plain step first"))
-        if self.on and predicted < OFF_BELOW and len(self.recent) >= MIN_EVIDENCE:
+        if self.on and predicted < OFF_BELOW and self.best_in_favour() < OFF_BELOW:
             self.on = False
         elif not self.on and predicted > ON_ABOVE:
             self.on, self.failed_probes = True, 0

@@ -12,6 +12,8 @@ speedup = E / (K·c + v(K)) with E = (1 − α^(K+1)) / (1 − α) expected toke
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 from .events import RunMetrics
@@ -50,6 +52,15 @@ def theoretical_speedup(alpha: float, k: int, c: float, v: float = 1.0) -> float
     if v <= 0:
         raise ValueError(f"v must be > 0, got {v}")
     return expected_tokens_per_forward(alpha, k) / (k * c + v)
+
+
+def wilson_upper(rate: float, n: float, z: float) -> float:
+    """The upper end of the Wilson score interval of a rate seen over n trials, z standard errors wide (sound for
+    small n and for rates at 0, where the normal interval collapses)."""
+    if n <= 0:
+        return 1.0
+    spread = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n))
+    return min(1.0, (rate + z * z / (2 * n) + spread) / (1 + z * z / n))
 
 
 def best_k(alpha: float, c: float, k_max: int = 16) -> int:

@@ -15,8 +15,11 @@ class FlappingSchedule(AutoSchedule):
 
     def best(self):
         self.calls += 1
-        predicted = 0.5 if (self.calls // self.period) % 2 else 2.0
-        return 1 + self.calls % self.k_max, predicted
+        self.predicted = 0.5 if (self.calls // self.period) % 2 else 2.0
+        return 1 + self.calls % self.k_max, self.predicted
+
+    def best_in_favour(self):
+        return self.predicted  # the evidence, read in speculation's favour, swings the same way
 
 
 def decisions(events) -> set:

@@ -10,8 +10,8 @@ from specdec.auto_choice import (AUTO, DrafterCosts, alpha_from_tokens, card_alp
                                  prompt_kind, rank)
 from specdec.cli import main
 from specdec.drafters.registry import load_drafter
-from specdec.schedules import MIN_EVIDENCE, OFF_BELOW, ON_ABOVE, PROBE_MAX_GAP, AutoSchedule, CostPrior
-from specdec.theory import expected_tokens_per_forward, theoretical_speedup
+from specdec.schedules import OFF_BELOW, ON_ABOVE, PROBE_MAX_GAP, AutoSchedule, CostPrior
+from specdec.theory import expected_tokens_per_forward, theoretical_speedup, wilson_upper
 
 FLAT_V = {k: 1.0 + 0.1 * k for k in range(1, 9)}
 
@@ -93,6 +93,11 @@ def test_prompt_kind_is_read_from_the_prompt(text, kind):
     assert prompt_kind(text) == kind
 
 
+def test_the_wilson_upper_bound_of_no_successes_is_z_squared_over_n_plus_z_squared():
+    assert wilson_upper(0.0, 4, 1.0) == pytest.approx(1 / 5)
+    assert wilson_upper(0.5, 0, 1.0) == 1.0 and wilson_upper(0.9, 100, 1.0) > 0.9
+
+
 # --- the controller (schedules.AutoSchedule) ---------------------------------------------------------------
 
 def prior(alpha, c=0.1):
@@ -130,8 +135,24 @@ def test_auto_schedule_goes_off_once_the_runs_own_alpha_says_speculation_is_slow
 
 def test_auto_schedule_stays_on_through_a_few_early_rejections():
     schedule = AutoSchedule(4, prior(0.5))
-    feed(schedule, MIN_EVIDENCE - 1, accepted_each=0)  # each step evaluates one draft, rejected
+    feed(schedule, 3, accepted_each=0)  # each step evaluates one draft, rejected
     assert schedule.next_k() > 0 and schedule.decision.kind == "speculate"
+
+
+def rejections_until_off(step_cost_c, step_cost_v):
+    schedule = AutoSchedule(4, CostPrior(0.55, {k: step_cost_c for k in range(1, 5)},
+                                         {k: step_cost_v + 0.1 * k for k in range(1, 5)}))
+    for rejected in range(100):
+        if schedule.next_k() == 0:
+            return rejected
+        schedule.update(1, 1, 0, 0.001, 0.011)
+    return None
+
+
+def test_auto_schedule_goes_off_after_fewer_rejections_where_a_step_costs_more():
+    # a step 1.45x a plain one (the lab kernels' K = 1): speculation needs alpha > 0.45 there, 0.2 where it is 1.2x
+    costly, cheap = rejections_until_off(0.25, 1.1), rejections_until_off(0.1, 1.0)
+    assert costly is not None and cheap is not None and 2 <= costly < cheap
 
 
 def test_auto_schedule_probes_at_k1_while_off_and_comes_back_when_alpha_recovers():
@@ -233,13 +254,35 @@ def lab():
     return load_model("lab-target"), load_model("lab-draft-distilled")
 
 
-def test_the_probe_measures_c_and_v_for_every_k_between_plain_steps(lab):
+def test_the_probe_measures_c_and_v_for_every_k(lab):
     target, draft = lab
     from specdec.drafters.model import as_drafter
 
     costs = auto_costs.measure_costs(target, as_drafter(target, draft), auto_costs.probe_prompt(target), k_max=3)
     assert sorted(costs.c) == sorted(costs.v) == [1, 2, 3]
     assert all(c > 0 for c in costs.c.values()) and all(v > 0 for v in costs.v.values()) and costs.plain_ms > 0
+
+
+def test_the_probes_unit_is_a_step_of_the_target_alone_before_and_after(lab, monkeypatch):
+    target, draft = lab
+    from specdec.drafters.model import as_drafter
+
+    runs = iter([[0.001] * 3, [0.003] * 3])  # the target-only runs before and after the drafter's
+    monkeypatch.setattr(auto_costs, "target_only_steps", lambda *a: next(runs))
+    costs = auto_costs.measure_costs(target, as_drafter(target, draft), auto_costs.probe_prompt(target), k_max=2)
+    assert costs.plain_ms == pytest.approx(2.0)  # the median of both runs' steps
+
+
+def test_costs_are_ratios_to_the_plain_step_given(lab):
+    from types import SimpleNamespace
+
+    def step(k, draft_s, side_s):
+        return SimpleNamespace(k=k, k_planned=k, draft_time_s=draft_s, verify_time_s=side_s, other_time_s=0.0)
+
+    events = [step(1, 0.002, 0.011), step(2, 0.004, 0.012)] * 3  # drafting 2 ms per token, target side 10 + 1 ms K
+    costs = auto_costs.costs_from_events("d", events, tree=False, warm_up=2, plain=0.010)
+    assert costs.c == pytest.approx({1: 0.2, 2: 0.2}) and costs.v == pytest.approx({1: 1.1, 2: 1.2})
+    assert costs.plain_ms == pytest.approx(10.0)
 
 
 def test_the_probe_is_cached_in_the_model_cache_folder_and_reused(lab, monkeypatch):

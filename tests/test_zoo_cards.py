@@ -36,3 +36,13 @@ def test_a_tree_drafts_card_names_the_eagle_heads_weights_and_its_node_count(tmp
     assert f"The weights and the recipe below are `{EAGLE}`'s" in card
     assert f"only the weights in ../{EAGLE}/ are new" in card
     assert f"a tree of {TREES[EAGLE_TREE].nodes} tokens" in card
+
+
+def test_a_card_counts_the_measurements_own_cores_out_of_the_load_average(tmp_path):
+    m = {**measurement(EAGLE, ("greedy",)), "load_average": "2.01", "own_cores": 1.74}
+    write_model_cards(eagle_folder(tmp_path), m, log=lambda s: None)
+    assert "with nothing else running (load average 2.01 at the end, 1.74 cores of it the measurement's own)" in (
+        tmp_path / EAGLE / "README.md").read_text()
+    m["own_cores"] = 0.9
+    write_model_cards(tmp_path, m, log=lambda s: None)
+    assert "while other work shared the CPU" in (tmp_path / EAGLE / "README.md").read_text()

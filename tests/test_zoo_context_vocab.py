@@ -184,3 +184,21 @@ def test_padding_marks_nothing_even_when_id_zero_is_in_no_vocabulary():
     first_pos = batches.collate(records)["first_pos"]
     column = {int(t): j for j, t in enumerate(batches.vocab)}
     assert first_pos[1, column[6]] == 1 and first_pos[1, column[9]] == 6  # 9: only in the first text
+
+
+def test_the_targets_choices_are_told_apart_as_pieces_inside_words_and_by_where_the_text_held_them():
+    from specdec.zoo.first_guess import TargetPass, choice_kinds
+
+    class Pieces:
+        text = {0: "Tell", 1: " about", 2: " origami", 3: "Orig", 4: "ami", 5: " is", 6: " paper", 7: ".", 8: "\n"}
+
+        def decode(self, ids):
+            return "".join(self.text[i] for i in ids)
+
+    ids = torch.tensor([0, 1, 2, 8, 3, 4, 5, 6, 8, 3, 4])  # "Tell about origami\n", then "Origami is paper\nOrigami"
+    top_id = torch.cat([ids[1:], torch.tensor([7])])  # the target chose each next token (greedy, teacher-forced)
+    seen = TargetPass(ids, torch.zeros(11, 1), top_id, torch.ones(11), prompt_length=4)
+    # positions 5..10 ("Orig" at 4, the first answer token, is the prompt's choice): "ami" after "Orig" is a new piece
+    # inside a word; "Orig" after a newline starts one, and the answer held it before; then "ami" again
+    assert choice_kinds(Pieces(), seen) == ["continuation/new", "start/new", "start/new", "start/prompt", "start/answer",
+                                            "continuation/answer"]

@@ -20,6 +20,9 @@ from .evaluate import NEW_TOKENS, evaluate
 from .prompts import KINDS, heldout_prompts
 
 KIND_NAMES = {"chat": "chat prose", "code": "code", "rewrite": "rewriting"}
+# held-out prompts per kind: the `auto` drafter takes its prior alpha from these figures (auto_choice.card_alpha),
+# and two prompts overrated held-out chat by a third (docs/zoo.md, "Measured")
+PROMPTS_PER_KIND = 8
 
 
 def _fmt(x, spec=".2f", none="–"):
@@ -40,7 +43,7 @@ def _load(out: Path, only: tuple[str, ...] | None = None):
     return target, drafters, trees, chat_ids
 
 
-def measure_all(out: Path, prompts_per_kind: int = 2, log=print, only: tuple[str, ...] | None = None) -> dict:
+def measure_all(out: Path, prompts_per_kind: int = PROMPTS_PER_KIND, log=print, only: tuple[str, ...] | None = None) -> dict:
     target, drafters, trees, chat_ids = _load(out, only)
     prompts = {k: [chat_ids(target.tokenizer, t) for t in v] for k, v in heldout_prompts(prompts_per_kind).items()}
     # warm-up (first calls allocate caches and pick kernels)
@@ -50,7 +53,7 @@ def measure_all(out: Path, prompts_per_kind: int = 2, log=print, only: tuple[str
     for d in [None, *drafters.values(), *trees.values()]:
         generate(target, d, prompts["chat"][0], DecodeSettings(max_new_tokens=8, k=4))
         generate(target, d, prompts["chat"][0], DecodeSettings(max_new_tokens=8, k=4, temperature=0.7))
-    started = time.time()
+    started, cpu_started = time.time(), time.process_time()
     measured = evaluate(target, drafters, prompts, log=log)
     if trees:  # measured apart: their greedy steps are slow here (a 61-token verification)
         tree_figures = evaluate(target, trees, prompts, log=log)
@@ -62,7 +65,8 @@ def measure_all(out: Path, prompts_per_kind: int = 2, log=print, only: tuple[str
             "target_dtype": dtype_name(target.dtype), "runner": target.runner_kind,
             "prompts": heldout_prompts(prompts_per_kind),
             "machine": f"{platform.machine()} CPU, {threads} thread(s) per step, torch {torch.__version__}",
-            "load_average": _loadavg(), "param_bytes": param_bytes}
+            "load_average": _loadavg(), "param_bytes": param_bytes,
+            "own_cores": round((time.process_time() - cpu_started) / max(time.time() - started, 1e-9), 2)}
 
 
 def _loadavg() -> str:
@@ -72,15 +76,18 @@ def _loadavg() -> str:
         return "?"
 
 
-def _conditions(load_average: str) -> str:
-    """How busy the machine was: the run itself keeps about one core busy (load average ~1)."""
+def _conditions(load_average: str, own_cores: float | None = None) -> str:
+    """How busy the machine was: the load average at the end less the cores the measurement itself kept busy (its
+    CPU time over its wall time: one thread per step, every core for prefills; without the figure, about one)."""
+    own = 1.0 if own_cores is None else own_cores
     try:
-        quiet = float(load_average) <= 1.5
+        others = float(load_average) - own
     except ValueError:
-        quiet = False
-    if quiet:
-        return f"Measured with nothing else running (load average {load_average} at the end, the measurement's own)."
-    return f"Measured while other work shared the CPU (load average {load_average} at the end): speedups are noisy."
+        others = float("inf")
+    figures = f"load average {load_average} at the end, {own:.2f} cores of it the measurement's own"
+    if others <= 0.5:
+        return f"Measured with nothing else running ({figures})."
+    return f"Measured while other work shared the CPU ({figures}): speedups are noisy."
 
 
 def _generation(data: dict) -> str:
@@ -104,7 +111,7 @@ def card_text(name: str, meta: dict, m: dict) -> str:
              f"(topics, tasks and passages never used in training), {NEW_TOKENS} new tokens, chat template. Speedup = tokens/s "
              "with this drafter over tokens/s of the target alone on the same prompt and settings (median over "
              "prompts; the target-only rate is the mean of greedy runs before and after the drafters' runs on that prompt). Tokens per target forward include the bonus/resampled token (plain decoding = 1.00). c = "
-             f"draft time per drafted token / target time per verification forward. {_conditions(m['load_average'])}", "",
+             f"draft time per drafted token / target time per verification forward. {_conditions(m['load_average'], m.get('own_cores'))}", "",
              "| setting | prompt kind | acceptance | tokens / target forward | c | speedup |",
              "|---|---|---|---|---|---|"]
     for sname in fig:
@@ -146,7 +153,7 @@ def card_text(name: str, meta: dict, m: dict) -> str:
     return "\n".join(lines)
 
 
-def write_cards(out: Path, prompts_per_kind: int = 2, log=print, only: tuple[str, ...] | None = None) -> dict:
+def write_cards(out: Path, prompts_per_kind: int = PROMPTS_PER_KIND, log=print, only: tuple[str, ...] | None = None) -> dict:
     """Measures the shipped drafters (only: those named, with their tree drafts) and writes their cards."""
     out = Path(out)
     m = measure_all(out, prompts_per_kind, log=log, only=only)
@@ -173,6 +180,6 @@ def write_model_cards(out: Path, m: dict, log=print) -> None:
                 "rows": {s: {k: f["rows"] for k, f in v.items()} for s, v in m["figures"][name].items()},
                 "best_k_greedy_chat": m["best_k_greedy_chat"][name],
                 "param_bytes": m["param_bytes"].get(name),
-                **{k: m.get(k) for k in ("target_dtype", "runner", "machine", "load_average", "prompts", "seconds")}}
+                **{k: m.get(k) for k in ("target_dtype", "runner", "machine", "load_average", "own_cores", "prompts", "seconds")}}
         (out / name / "card.json").write_text(json.dumps(card, indent=1) + "\n")
         log(f"wrote card for {name}")

@@ -40,7 +40,8 @@ def add_parser(sub) -> None:
     zoo.add_argument("--threads", type=int, default=2)
     zoo.add_argument("--epochs", type=int, default=None,
                      help="train: every drafter's epochs instead of the profile's (an experiment; recorded in zoo.json)")
-    zoo.add_argument("--prompts-per-kind", type=int, default=2, help="cards: held-out prompts per kind")
+    zoo.add_argument("--prompts-per-kind", type=int, default=None, help="cards: held-out prompts per kind "
+                                                                         "(default: cards.PROMPTS_PER_KIND)")
     zoo.set_defaults(func=run)
 
 
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> None:
         log(json.dumps({k: v for k, v in summary.items() if k != "drafters"}, indent=1))
         del model
     if args.stage in ("all", "cards"):
-        from .cards import write_cards
+        from .cards import PROMPTS_PER_KIND, write_cards
 
-        write_cards(out, prompts_per_kind=args.prompts_per_kind, only=tuple(args.only.split(",")) if args.only else None,
+        write_cards(out, prompts_per_kind=args.prompts_per_kind or PROMPTS_PER_KIND, only=tuple(args.only.split(",")) if args.only else None,
                     log=log)

@@ -76,3 +76,19 @@ def agreement(model, head: EagleHead, draft_vocab: torch.Tensor, seen: TargetPas
     q = torch.arange(seen.prompt_length + 1, len(seen.ids))  # token q: chosen at q - 1, guessed by row q - 2
     chosen = seen.top_id[q - 1]
     return guess[q - 2] == chosen, seen.top_p[q - 1], allowed[q - 2, chosen]
+
+
+def choice_kinds(tokenizer, seen: TargetPass) -> list[str]:
+    """Per answer position after the first (agreement's order), what the target chose there: "continuation" (a piece
+    inside a word: it starts with a letter and the token before it ends with one) or "start" (any other), and whether
+    the text held that id before: "/prompt", "/answer" (earlier in the answer only) or "/new". Held-out topics are
+    spelt in pieces the head never saw completed (docs/zoo.md, "Where the confident misses are")."""
+    ids = seen.ids.tolist()
+    prompt = set(ids[: seen.prompt_length])
+    kinds = []
+    for q in range(seen.prompt_length + 1, len(ids)):
+        chosen = int(seen.top_id[q - 1])
+        inside = tokenizer.decode([chosen])[:1].isalpha() and tokenizer.decode([ids[q - 1]])[-1:].isalpha()
+        where = "/prompt" if chosen in prompt else "/answer" if chosen in ids[seen.prompt_length:q] else "/new"
+        kinds.append(("continuation" if inside else "start") + where)
+    return kinds
