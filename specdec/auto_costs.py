@@ -5,8 +5,8 @@ alone (no drafter loaded), then the drafter with a schedule that cycles K throug
 its cards' depth) ROUNDS times (the first round warms up), then the target alone again. From the steps (theory.py's
 measured forms):
   plain step  median step of the two target-only runs: the unit of c and v, as a speedup's baseline is the target
-              alone (a K = 0 step of a run with a drafter loaded costs more: the runner keeps the features the
-              drafter reads and the drafter follows the text; docs/benchmarks.md)
+              alone (the probe's own K = 0 steps, each right after its largest K, measured 10% longer: every c and
+              v was underrated; docs/benchmarks.md)
   c(K)        drafting time of a step that drafted K tokens / K / plain step
   v(K)        target side (verification and bookkeeping) of such a step / plain step
 both read off a Theil–Sen line over K through every timed step (smoothed: robust to steps slowed by
