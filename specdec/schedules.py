@@ -48,9 +48,9 @@ PRIOR_STRENGTH = 2.0  # auto: the prior alpha counts as this many evaluated draf
 # a French poem gets 0.0 from drafters whose English chat figure is 0.5, so the run's own evidence must win fast)
 ALPHA_WINDOW = 64  # auto: the running alpha's evidence is the last this many evaluated drafts
 OFF_Z = 1.0  # auto: speculation that is on goes off only when alpha at the upper end of its Wilson score interval
-# (this many standard errors; the prior counted as its strength in drafts) predicts no speedup at any K either. A fixed
-# count of drafts (8 until 2026-12-05) cost a losing run 8 rejected drafts wherever a step costs 1.5 plain ones
-# (docs/benchmarks.md); early rejections where speculation pays are rarer than that bound lets through
+# (this many standard errors; the prior counted as its strength in drafts) predicts no speedup at any K either: a few
+# early rejections where speculation pays leave that bound high (3 in a row after a prior of 0.55: 0.44), while a
+# fixed count of drafts (8 until 2026-12-05) made every losing run pay for 8 rejected drafts (docs/benchmarks.md)
 
 
 @dataclass(frozen=True)
