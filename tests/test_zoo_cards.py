@@ -46,3 +46,11 @@ def test_a_card_counts_the_measurements_own_cores_out_of_the_load_average(tmp_pa
     m["own_cores"] = 0.9
     write_model_cards(tmp_path, m, log=lambda s: None)
     assert "while other work shared the CPU" in (tmp_path / EAGLE / "README.md").read_text()
+
+
+def test_only_the_heads_cards_say_they_draft_their_texts_ids_too(tmp_path):
+    write_model_cards(eagle_folder(tmp_path), measurement(EAGLE, ("greedy",)), log=lambda s: None)
+    assert "the head also scores the ids of its request's text" in (tmp_path / EAGLE / "README.md").read_text()
+    (tmp_path / EAGLE / "zoo.json").write_text(json.dumps({"family": "draft", "command": "python -m specdec.train zoo"}))
+    write_model_cards(tmp_path, measurement(EAGLE, ("greedy",)), log=lambda s: None)
+    assert "the head also scores" not in (tmp_path / EAGLE / "README.md").read_text()

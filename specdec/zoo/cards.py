@@ -16,6 +16,7 @@ import torch
 
 from ..dtypes import dtype_name
 from ..threads import threads_for_step
+from .drafters import FOLLOWS_TEXT
 from .evaluate import NEW_TOKENS, evaluate
 from .prompts import KINDS, heldout_prompts
 
@@ -141,7 +142,7 @@ def card_text(name: str, meta: dict, m: dict) -> str:
               f"then the lowest ids; they cover {_fmt(data.get('draft_vocab_top1_coverage'), '.3f')} of its first "
               "choices on the training data)"
               + ("; at run time the head also scores the ids of its request's text outside them (docs/zoo.md, "
-                 "\"Draft vocabulary\")." if meta.get("family") in ("medusa", "eagle") else "."),
+                 "\"Draft vocabulary\")." if meta.get("family") in FOLLOWS_TEXT else "."),
               f"- Data generation: {_generation(data)}.",
               f"- Training: {tr.get('steps')} of {tr.get('planned_steps')} planned steps in {tr.get('seconds', 0) / 60:.1f} "
               f"min{' (stopped by its time budget)' if tr.get('stopped_by_time_budget') else ''}; config "

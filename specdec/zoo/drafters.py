@@ -333,3 +333,7 @@ class EagleDrafter(_FeatureDrafter):
 
     def state_bytes(self) -> int:
         return (self.cache.bytes() if self.cache is not None else 0) + self.head_rows.context_bytes()
+
+
+# the families whose drafters score their text's own ids too (_HeadRows; the model cards say so)
+FOLLOWS_TEXT = frozenset(cls.family for cls in (MedusaDrafter, EagleDrafter))
