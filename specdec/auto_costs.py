@@ -25,7 +25,7 @@ from . import tuning
 from .auto_choice import CARD_K, DrafterCosts
 from .events import DecodeSettings
 from .schedules import KSchedule
-from .theory import fit_line
+from .theory import fit_line, step_seconds
 
 FILE_NAME = "auto_costs.json"
 FORMAT = 3  # bumped when the probe changes: older records are measured again (3: the plain step from
@@ -82,7 +82,7 @@ def target_only_steps(target, prompt_ids: list[int], steps: int) -> list[float]:
 
     settings = DecodeSettings(max_new_tokens=steps + 1, k=1, temperature=0.0, seed=0)
     result = Generation(target, None, prompt_ids, settings, ignore_eos=True).result()
-    return [e.draft_time_s + e.verify_time_s + e.other_time_s for e in result.events[1:]]
+    return [step_seconds(e) for e in result.events[1:]]
 
 
 def costs_from_events(name: str, events: list, tree: bool, warm_up: int, plain: float) -> DrafterCosts:

@@ -192,8 +192,12 @@ class AutoSchedule(OptimalSchedule):
         Wilson interval (OFF_Z standard errors; the prior counts as prior.strength drafts), the same at every
         position."""
         alpha = min(wilson_upper(self.alpha, self.prior.strength + len(self.recent), OFF_Z), 0.999)
-        return max((expected_tokens_per_forward(alpha, k) / cost for k in self.ks() if (cost := self.step_cost(k))),
+        return max((speedup for speedup, _ in self.speedups(lambda k: expected_tokens_per_forward(alpha, k))),
                    default=float("inf"))
+
+    def speedups(self, expected) -> list[tuple[float, int]]:
+        """(predicted speedup, K) for every K with a known step cost; expected(K): tokens per target forward at K."""
+        return [(expected(k) / cost, k) for k in self.ks() if (cost := self.step_cost(k))]
 
     def ks(self) -> list[int]:
         """The Ks to choose from: those the prior has costs for (a tree: its depth), else 1..k_max."""
@@ -215,8 +219,7 @@ class AutoSchedule(OptimalSchedule):
 
     def best(self) -> tuple[int, Optional[float]]:
         """The K with the highest predicted speedup and that speedup (None: costs not known yet)."""
-        scored = [(expected_tokens_by_position(self.position_alphas(k)) / cost, k) for k in self.ks()
-                  if (cost := self.step_cost(k))]
+        scored = self.speedups(lambda k: expected_tokens_by_position(self.position_alphas(k)))
         if not scored:
             return self.k_max, None
         predicted, k = max(scored)
