@@ -8,11 +8,11 @@ import os
 import sys
 
 # On a Space with persistent storage, Hub downloads (online pairs) survive restarts there too; the fetched
-# SmolLM2 goes to /data/specdec by itself (specdec/fetch.py). Before huggingface_hub reads HF_HOME.
+# SmolLM2 goes to /data/specdec by itself (specdec/models/fetch.py). Before huggingface_hub reads HF_HOME.
 if os.environ.get("SPACE_ID") and os.path.isdir("/data") and os.access("/data", os.W_OK):
     os.environ.setdefault("HF_HOME", "/data/huggingface")
 
-# Importing specdec first runs the process-wide set-up (specdec/process.py: the OpenMP wait policy, before torch
+# Importing specdec first runs the process-wide set-up (specdec/serving/process.py: the OpenMP wait policy, before torch
 # starts its thread pool), the same as `python -m specdec` and the scripts get.
 from specdec.ui.launch import parse_options, serve  # noqa: E402
 

@@ -1,10 +1,22 @@
 """SpecDec Lab engine: exact speculative decoding with step traces. Imports neither gradio nor plotly."""
-from .process import configure_process
+from specdec.serving.process import configure_process
 
 configure_process()  # before anything below imports torch (process.py)
 
-from .decoding import Generation, generate
-from .errors import (
+from specdec.drafters.base import Drafter
+from specdec.drafters.registry import drafter_specs, load_drafter
+from specdec.engine.decoding import Generation, generate
+from specdec.engine.events import (
+    DecodeSettings,
+    DraftToken,
+    FinalToken,
+    MemoryReport,
+    RunMetrics,
+    RunResult,
+    StepEvent,
+    TokenProb,
+)
+from specdec.errors import (
     IncompatibleModelsError,
     InvalidSettingsError,
     LocalPathsDisabledError,
@@ -12,11 +24,8 @@ from .errors import (
     OfflineError,
     SpecDecError,
 )
-from .events import DecodeSettings, DraftToken, FinalToken, MemoryReport, RunMetrics, RunResult, StepEvent, TokenProb
-from .drafters.base import Drafter
-from .drafters.registry import drafter_specs, load_drafter
-from .loading import LoadedModel, check_compatible, load_model
-from .prompting import encode_prompt
+from specdec.models.loading import LoadedModel, check_compatible, load_model
+from specdec.models.prompting import encode_prompt
 
 __all__ = [
     "DecodeSettings", "DraftToken", "Drafter", "drafter_specs", "encode_prompt", "load_drafter", "FinalToken", "Generation", "IncompatibleModelsError", "InvalidSettingsError",

@@ -6,11 +6,17 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
+from tests.tiny_models import build_model, save, tiny_config
 from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import (BertConfig, BertForMaskedLM, PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration,
-                          ViTConfig, ViTModel)
-
-from tiny_models import build_model, save, tiny_config
+from transformers import (
+    BertConfig,
+    BertForMaskedLM,
+    PreTrainedTokenizerFast,
+    T5Config,
+    T5ForConditionalGeneration,
+    ViTConfig,
+    ViTModel,
+)
 
 WEIGHTS = "model.safetensors"
 

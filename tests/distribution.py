@@ -10,7 +10,7 @@ Three shapes of test use these helpers:
     (Anderson & Goodman 1957). Cheap per token, and every path (accepted draft, resampled, bonus,
     plain target step) contributes thousands of tokens.
 The reference warping is written out here (transformers' warpers in `generate`'s order), never taken
-from the engine; tests/test_warpers.py pins that order to what `generate` itself does.
+from the engine; tests/engine/test_warpers.py pins that order to what `generate` itself does.
 """
 from __future__ import annotations
 
@@ -18,15 +18,15 @@ from collections import Counter
 from dataclasses import replace
 from typing import Callable
 
-import torch
-from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
-
 from specdec import DecodeSettings, Generation
-from stats import MIN_EXPECTED, chi_square_p_value
+
+import torch
+from tests.stats import MIN_EXPECTED, chi_square_p_value
+from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
 # The warping cases every sampling path is tested at. Values are chosen on TableModel.random(V=6,
 # seed=0) so that the wrong orders (top-p before top-k, temperature after top-p) change the law in
-# many contexts (tests/test_warpers.py guards that).
+# many contexts (tests/engine/test_warpers.py guards that).
 WARPING_CASES = {
     "temperature 0.7, top-k 3": DecodeSettings(temperature=0.7, top_k=3),
     "temperature 1.5, top-p 0.8": DecodeSettings(temperature=1.5, top_p=0.8),

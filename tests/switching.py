@@ -1,5 +1,5 @@
 """A schedule that switches speculation off and on all run long, through the auto schedule's own rule."""
-from specdec.schedules import AutoSchedule, CostPrior
+from specdec.engine.schedules import AutoSchedule, CostPrior
 
 
 class FlappingSchedule(AutoSchedule):

@@ -3,13 +3,12 @@ everyday loop must keep the correctness checks it promises."""
 import re
 from pathlib import Path
 
-import conftest
-
+import tests.conftest as conftest
 TESTS = Path(__file__).resolve().parent
 
 
 def defined_test_names() -> set[str]:
-    return {name for path in TESTS.glob("test_*.py")
+    return {name for path in TESTS.rglob("test_*.py")
             for name in re.findall(r"^def (test_\w+)\(", path.read_text(encoding="utf-8"), re.M)}
 
 
@@ -18,12 +17,12 @@ def test_every_test_named_slow_exists():
 
 
 def test_slow_modules_name_existing_files():
-    assert any(conftest.SLOW_MODULES.fullmatch(path.stem) for path in TESTS.glob("test_*.py"))
+    assert any(conftest.SLOW_MODULES.fullmatch(path.stem) for path in TESTS.rglob("test_*.py"))
 
 
 def test_the_fast_tier_keeps_greedy_identity_and_a_chi_square_test():
-    fast_modules = {path.stem for path in TESTS.glob("test_*.py") if not conftest.SLOW_MODULES.fullmatch(path.stem)}
+    fast_modules = {path.stem for path in TESTS.rglob("test_*.py") if not conftest.SLOW_MODULES.fullmatch(path.stem)}
     assert {"test_engine_greedy_identity", "test_distribution_paths", "test_mutations"} <= fast_modules
     law_tests = re.findall(r"^def (test_every_token_of_a_long_run_follows_the_target_law)\(",
-                           (TESTS / "test_distribution_paths.py").read_text(encoding="utf-8"), re.M)
+                           (TESTS / "engine" / "test_distribution_paths.py").read_text(encoding="utf-8"), re.M)
     assert law_tests and not set(law_tests) & conftest.SLOW_TESTS

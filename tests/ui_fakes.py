@@ -1,10 +1,17 @@
 """Synthetic StepEvents and a scripted fake engine, so UI code is tested without torch or a server."""
 from __future__ import annotations
 
+from specdec.engine.events import (
+    DecodeSettings,
+    DraftToken,
+    FinalToken,
+    MemoryReport,
+    RunResult,
+    StepEvent,
+    TokenProb,
+)
+from specdec.engine.theory import run_record
 from specdec.errors import IncompatibleModelsError, ModelLoadError, OfflineError
-from specdec.theory import run_record
-from specdec.events import (DecodeSettings, DraftToken, FinalToken, MemoryReport, RunResult,
-                            StepEvent, TokenProb)
 
 
 def tp(token_id: int, text: str, prob: float) -> TokenProb:

@@ -6,8 +6,8 @@ probability p(d); on rejection draw from p with d removed, renormalised. Exact u
 """
 from __future__ import annotations
 
-from .base import Drafter, Proposal, ProposalContext, one_hot_rows
-from .spec import DrafterSpec
+from specdec.drafters.base import Drafter, Proposal, ProposalContext, one_hot_rows
+from specdec.drafters.spec import DrafterSpec
 
 DEFAULT_MAX_NGRAM = 2  # transformers' max_matching_ngram_size default
 

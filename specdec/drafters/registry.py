@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from ..auto_choice import AUTO, AUTO_DESCRIPTION
-from ..errors import IncompatibleModelsError
-from .base import Drafter
-from .spec import DrafterSpec
+from specdec.drafters.base import Drafter
+from specdec.drafters.spec import DrafterSpec
+from specdec.errors import IncompatibleModelsError
+from specdec.planning.choice import AUTO, AUTO_DESCRIPTION
 
 
 def build_auto(target, load_model: Optional[Callable] = None) -> Drafter:
     """The `auto` drafter (drafters/auto.py) for target, choosing among its built-in drafters with a model card."""
-    from .auto import AutoDrafter
+    from specdec.planning.auto_drafter import AutoDrafter
 
     candidates = [spec for spec in drafter_specs(target.name) if spec.name != AUTO]
     return AutoDrafter(target, candidates, lambda name: load_drafter(name, target, load_model=load_model))
@@ -28,8 +28,8 @@ AUTO_SPEC = DrafterSpec(name=AUTO, family="auto", description=AUTO_DESCRIPTION, 
 def builtin_specs() -> list[DrafterSpec]:
     """Every built-in drafter whose weights are on this machine, in the order the app lists them: auto, prompt
     lookup, then the draft zoo (kept lazy: building the list imports torch modules)."""
-    from .. import zoo
-    from .prompt_lookup import SPEC as PROMPT_LOOKUP
+    from specdec.drafters import shipped as zoo
+    from specdec.drafters.prompt_lookup import SPEC as PROMPT_LOOKUP
 
     return [spec for spec in (AUTO_SPEC, PROMPT_LOOKUP, *zoo.SPECS) if spec.available()]
 
@@ -45,7 +45,8 @@ def drafter_specs(target_name: Optional[str] = None) -> list[DrafterSpec]:
 
 def load_drafter(name: str, target, *, load_model: Optional[Callable] = None, progress=None) -> Drafter:
     """The drafter called `name`, ready to draft for `target` (a LoadedModel)."""
-    from ..loading import check_compatible, dtype_name, load_model as default_load, shared_vocab_size
+    from specdec.models.loading import check_compatible, dtype_name, shared_vocab_size
+    from specdec.models.loading import load_model as default_load
 
     load_model = load_model or default_load
     spec = registered(name)
@@ -59,8 +60,8 @@ def load_drafter(name: str, target, *, load_model: Optional[Callable] = None, pr
     if progress is not None:
         kwargs["progress"] = progress
     draft = load_model(name, **kwargs)
-    from .model import ModelDrafter
-    from .retokenised import ReTokenisedDrafter
+    from specdec.drafters.draft_model import ModelDrafter
+    from specdec.drafters.retokenised import ReTokenisedDrafter
 
     try:
         check_compatible(target, draft)

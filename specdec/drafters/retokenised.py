@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 
-from .base import Drafter, Proposal, ProposalContext, one_hot_rows
+from specdec.drafters.base import Drafter, Proposal, ProposalContext, one_hot_rows
 
 CONTEXT_FACTOR = 4  # the draft's tokens per target token can exceed 1; its cache gets this much room
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from ..tree import TreeShape
+from specdec.engine.tree import TreeShape
 
 
 def always() -> bool:

@@ -6,6 +6,6 @@ not import gradio's whole server.
 
 
 def build_app(*args, **kwargs):
-    from .layout import build_app as _build_app
+    from specdec.ui.layout import build_app as _build_app
 
     return _build_app(*args, **kwargs)

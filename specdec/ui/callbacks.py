@@ -9,24 +9,23 @@ import time
 from dataclasses import dataclass
 from functools import partial
 
+from specdec.engine.events import DecodeSettings
+from specdec.engine.theory import compute_stats
+from specdec.measure.speedup import INTERACTIVE, SWEEP, Policy, cached, measure_speedup
+from specdec.measure.sweep import remember
+from specdec.models.prompt_clean import clean_prompt
+from specdec.runners.tuning import chosen_for
+from specdec.ui.models import describe_error, load_target_and_drafts, pick_name
+from specdec.ui.names import explain_unknown_names
+from specdec.ui.session import RunView, Session
+from specdec.ui.throttle import Throttle
+from specdec.ui.views import inspector
+from specdec.ui.views.cards import alpha_note, auto_card, render_cards, theory_note
+from specdec.ui.views.plots import run_figures, throughput_figure
+from specdec.ui.views.render import render_error, render_status, render_tokens
+from specdec.ui.views.tables import export_trace, steps_dataframe
+
 import gradio as gr
-
-from specdec.events import DecodeSettings
-from specdec.measurement import INTERACTIVE, SWEEP, Policy, cached, measure_speedup
-from specdec.prompt_clean import clean_prompt
-from specdec.sweep import remember
-from specdec.theory import compute_stats
-from specdec.tuning import chosen_for
-
-from . import inspector
-from .cards import alpha_note, auto_card, render_cards, theory_note
-from .models import describe_error, load_target_and_drafts, pick_name
-from .names import explain_unknown_names
-from .plots import run_figures, throughput_figure
-from .render import render_error, render_status, render_tokens
-from .session import RunView, Session
-from .tables import export_trace, steps_dataframe
-from .throttle import Throttle
 
 
 @dataclass
@@ -100,7 +99,7 @@ class Lab:
                                         [pick_name(draft, draft_custom)], chat=chat is not False))
 
     def measure(self, session: Session, prep: Prepared, settings: DecodeSettings):
-        """Generator of speedup Estimates for this configuration (specdec.measurement): a first figure
+        """Generator of speedup Estimates for this configuration (specdec.measure.speedup): a first figure
         after one timed pair, then tighter ones; reused from the session's cache when already measured,
         so Generate and Race show the same figure. Stop ends it after the current run."""
         yield from measure_speedup(self.engine, prep.target, prep.draft, prep.ids, settings,
@@ -120,7 +119,7 @@ class Lab:
             try:
                 settings = make_settings(k, temperature, top_p, top_k, max_new_tokens, seed, k_schedule)
                 if session.vllm is not None:  # the sidebar's engine: a vLLM server (vllm_engine.py)
-                    from .vllm_engine import generate as generate_on_vllm
+                    from specdec.ui.vllm.engine import generate as generate_on_vllm
                     yield from generate_on_vllm(self, session, prompt, settings, chat is not False)
                     return
                 prep = yield from self.prepare_pair(prompt, clean_whitespace, target, draft, target_custom,
@@ -175,7 +174,7 @@ class Lab:
 
     def view_cards(self, view: RunView, note: str = "") -> str:
         if view.vllm:  # a run on a vLLM server: its cards (vllm_engine.py)
-            from .vllm_engine import view_cards
+            from specdec.ui.vllm.engine import view_cards
             return view_cards(view, note)
         return render_cards(view.result.metrics, view.estimate, view.result.metrics.memory, note,
                             theory_note(view.events, view.result.settings.max_new_tokens), alpha_note(view.events),
@@ -226,7 +225,7 @@ class Lab:
         if event is None:
             return {}
         if session.last_run.vllm:
-            from .vllm_engine import inspector_note
+            from specdec.ui.vllm.engine import inspector_note
             return inspector_note(event)
         return {"inspect_plot": inspector.inspect_figure(event, position),
                 "inspect_details": inspector.inspect_details(event, position)}

@@ -1,4 +1,4 @@
-"""Deployment settings of the web app: limits from flags and environment (specdec.limits), applied
+"""Deployment settings of the web app: limits from flags and environment (specdec.serving.limits), applied
 to the Blocks before launch, and old export files removed while it serves (docs/deploy.md)."""
 from __future__ import annotations
 
@@ -13,9 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
 
-from specdec.limits import ENVIRONMENT, Limits, is_public, limits_from_env, parse_limit
-
-from .guard import harden_inputs
+from specdec.serving.limits import ENVIRONMENT, Limits, is_public, limits_from_env, parse_limit
+from specdec.ui.guard import harden_inputs
 
 log = logging.getLogger(__name__)
 EXPORT_MAX_AGE_S = 3600  # export files (trace CSV/JSON, sweep CSV) are kept this long

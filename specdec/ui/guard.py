@@ -5,7 +5,7 @@
   no traceback in the server log. Gradio checks slider and number ranges itself; this covers what
   it lets through (NaN, strings for numbers, lists for names) or turns into tracebacks.
 - guard_run(fn): wraps a timed callback (Generate, Race, Sweep). Before it starts, the request is
-  checked against the deployment's limits (specdec.limits: prompt size and text, max new tokens,
+  checked against the deployment's limits (specdec.serving.limits: prompt size and text, max new tokens,
   sweep size, names); a refusal goes to the red error box, leaving everything else on screen. While
   it runs, the per-run time budget applies: when it is spent the run is stopped as Stop would stop
   it, and its last status says why.
@@ -18,14 +18,20 @@ import time
 from functools import wraps
 from typing import Callable, Iterator
 
-import gradio as gr
-
 from specdec.errors import SpecDecError
-from specdec.limits import (Limits, check_finite, check_max_new_tokens, check_model_name, check_prompt_text,
-                            check_sweep_size, current)
+from specdec.serving.limits import (
+    Limits,
+    check_finite,
+    check_max_new_tokens,
+    check_model_name,
+    check_prompt_text,
+    check_sweep_size,
+    current,
+)
+from specdec.ui.callbacks import error_update
+from specdec.ui.views.render import render_status
 
-from .callbacks import error_update
-from .render import render_status
+import gradio as gr
 
 NUMBER_INPUTS = ("k", "temperature", "top_p", "top_k", "seed")
 NAME_INPUTS = ("target", "draft", "target_custom", "draft_custom")
@@ -135,7 +141,7 @@ def check_request(named: dict, limits: Limits) -> None:
 
 
 def check_sweep_request(named: dict, limits: Limits) -> None:
-    from specdec.sweep import parse_ks, parse_schedules, parse_temperatures
+    from specdec.measure.sweep import parse_ks, parse_schedules, parse_temperatures
 
     drafts = named.get("drafts") or []
     drafts = [drafts] if isinstance(drafts, str) else list(drafts)

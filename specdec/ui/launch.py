@@ -14,17 +14,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
 
-from specdec import fetch, loading
 from specdec.errors import SpecDecError
-from specdec.limits import configure, describe
-from specdec.measurement import INTERACTIVE
-
-from .callbacks import Lab
-from .deploy import add_limit_flags, apply_limits, public_deployment, resolve_limits, start_cleaner
-from .preload import PRELOAD, preload_in_background
+from specdec.measure.speedup import INTERACTIVE
+from specdec.models import fetch, loading
+from specdec.paths import REPO_ROOT
+from specdec.serving.limits import configure, describe
+from specdec.ui.callbacks import Lab
+from specdec.ui.deploy import add_limit_flags, apply_limits, public_deployment, resolve_limits, start_cleaner
+from specdec.ui.preload import PRELOAD, preload_in_background
 
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 TRUE = {"1", "true", "yes", "on"}
 
 
@@ -65,7 +65,7 @@ def parse_options(argv: list[str] | None = None, env: Mapping[str, str] = os.env
 
 def serve(options: argparse.Namespace, lab: Lab | None = None, block: bool = True):
     """Builds the app and launches it; returns (demo, local URL) when block is False."""
-    from .layout import LAUNCH_KWARGS, build_app
+    from specdec.ui.layout import LAUNCH_KWARGS, build_app
 
     limits = configure(options.limits)  # the callbacks' guard reads them (guard.py)
     loading.set_cache_budget(limits.model_cache_gb)

@@ -3,19 +3,37 @@ each built and wired by its own module (generate_tab, race_tab, sweep_tab, lossl
 here). Events bind the plain callbacks by output name through wiring.py."""
 from __future__ import annotations
 
+from specdec.drafters.families import families_markdown
+from specdec.engine.schedules import CONFIDENCE_THRESHOLD, SCHEDULES
+from specdec.models import presets
+from specdec.planning.choice import AUTO
+from specdec.ui.callbacks import Lab
+from specdec.ui.preload import preload_update
+from specdec.ui.session import Session
+from specdec.ui.style import CSS
+from specdec.ui.tabs import (
+    cost as cost_tab,
+)
+from specdec.ui.tabs import (
+    generate as generate_tab,
+)
+from specdec.ui.tabs import (
+    lossless as lossless_tab,
+)
+from specdec.ui.tabs import (
+    race as race_tab,
+)
+from specdec.ui.tabs import (
+    report,
+    tour,
+)
+from specdec.ui.tabs import (
+    sweep as sweep_tab,
+)
+from specdec.ui.vllm import engine as vllm_engine
+from specdec.ui.wiring import on, pick
+
 import gradio as gr
-
-from specdec import presets
-from specdec.auto_choice import AUTO
-from specdec.schedules import CONFIDENCE_THRESHOLD, SCHEDULES
-from specdec.zoo.families import families_markdown
-
-from . import cost_tab, generate_tab, lossless_tab, race_tab, report, sweep_tab, tour, vllm_engine
-from .callbacks import Lab
-from .preload import preload_update
-from .session import Session
-from .style import CSS
-from .wiring import on, pick
 
 EXAMPLES = [  # prompt, K, temperature, seed, max new tokens; the first three are chat prompts for SmolLM2
     ["Explain photosynthesis in simple terms.", 4, 0.0, 0, 96],

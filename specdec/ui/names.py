@@ -6,8 +6,8 @@ import os
 from functools import wraps
 from typing import Callable
 
-from specdec import presets
 from specdec.errors import ModelLoadError
+from specdec.models import presets
 
 
 def known_names() -> list[str]:

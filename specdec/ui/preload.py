@@ -6,11 +6,10 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from specdec import fetch, presets
-from specdec.auto_choice import AUTO
-
-from .callbacks import Lab, make_settings
-from .models import describe_error
+from specdec.models import fetch, presets
+from specdec.planning.choice import AUTO
+from specdec.ui.callbacks import Lab, make_settings
+from specdec.ui.models import describe_error
 
 log = logging.getLogger("specdec.ui.launch")  # the app's log lines keep their logger name
 
@@ -86,7 +85,7 @@ def load_and_run(lab: Lab, target: str, draft: str, state: PreloadState) -> tupl
 
 def finish(state: PreloadState, pair: tuple[str, str] | None) -> None:
     if pair is not None:
-        log.info("preloaded %s + %s", *pair)  # scripts/measure_ui_latency.py waits for this line
+        log.info("preloaded %s + %s", *pair)  # experiments/measure_ui_latency.py waits for this line
     state.pair, state.done = pair, True
 
 
@@ -98,9 +97,9 @@ def preload_update(session=None, state: PreloadState = PRELOAD) -> dict:
     Once the session (a ui.session.Session) has started a run, the status line and the pair are the run's:
     the ticks leave them alone, so a preload still warming up never overwrites a run's "Step 10…" or
     "Stopped", nor swaps the models under it."""
-    import gradio as gr
+    from specdec.ui.views.render import render_status
 
-    from .render import render_status
+    import gradio as gr
 
     run_started = session is not None and bool(session.run_id)
     if not state.done:

@@ -16,7 +16,7 @@ class RunView:
     result: Any  # the engine's RunResult (for a stopped run: what was produced until Stop)
     baseline: Any = None  # a measured target-only RunResult (the latest timed pair's)
     measured: Any = None  # a measured speculative RunResult (the same pair's)
-    estimate: Any = None  # specdec.measurement.Estimate of the speedup, once measuring has begun
+    estimate: Any = None  # specdec.measure.speedup.Estimate of the speedup, once measuring has begun
     exports: list = field(default_factory=list)
     stopped: bool = False
     vllm: Any = None  # a run on a vLLM server: its vllm_engine.VllmView (p, q and the draws are not known)

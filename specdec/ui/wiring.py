@@ -6,13 +6,13 @@ import inspect
 from functools import wraps
 from typing import TYPE_CHECKING
 
+from specdec.ui.guard import guard_run
+from specdec.ui.run_ids import RUN_JS, STOP_JS, tied_to_run
+
 import gradio as gr
 
-from .guard import guard_run
-from .run_ids import RUN_JS, STOP_JS, tied_to_run
-
 if TYPE_CHECKING:
-    from .callbacks import Lab
+    from specdec.ui.callbacks import Lab
 
 DEVICE = "device"  # every timed run shares this queue slot: measurements never overlap
 

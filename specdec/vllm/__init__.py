@@ -10,8 +10,8 @@ The Python API:
     for estimate in measure_speedup(lead, base, ids, DecodeSettings(max_new_tokens=64)):
         print(estimate.describe())
 """
-from .client import VllmClient, VllmError
-from .engine import Server, VllmRun, check_same_model, connect, encode, measure_speedup, run, stream_run
+from specdec.vllm.client import VllmClient, VllmError
+from specdec.vllm.engine import Server, VllmRun, check_same_model, connect, encode, measure_speedup, run, stream_run
 
 __all__ = ["Server", "VllmClient", "VllmError", "VllmRun", "check_same_model", "connect", "encode",
            "measure_speedup", "run", "stream_run"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 from urllib.parse import urlsplit
 
-from ..errors import SpecDecError
+from specdec.errors import SpecDecError
 
 CONNECT_TIMEOUT_S = 5.0  # /health, /v1/models, /metrics: a server that is up answers at once
 READ_TIMEOUT_S = 120.0  # between two streamed chunks: a live CPU server sends one per engine step

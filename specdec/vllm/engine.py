@@ -1,7 +1,7 @@
 """Generate and measure through vLLM servers: the lab's records (StepEvents, RunResult, Estimate) for them.
 
 A speculative server (the lead) and, for a speedup, a second server without speculation (the baseline:
-speculation is fixed when a vLLM server starts). The speedup uses specdec/measurement.py unchanged: pairs
+speculation is fixed when a vLLM server starts). The speedup uses specdec/measure/speedup.py unchanged: pairs
 over the same number of new tokens (the baseline request asks for exactly as many with min_tokens and
 ignore_eos), interleaved, repeated, the median ratio with its 95% interval. Tokens/s is what a client sees:
 request sent to last byte, prefill and HTTP included, on both sides alike.
@@ -11,12 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
-from ..events import DecodeSettings, RunResult
-from ..measurement import INTERACTIVE, Measurement, Policy, Timing, measure
-from .client import Completion, VllmClient, VllmError
-from .fates import Alignment, AlignmentError, build_events, run_result
-from .ngram_replay import replay
-from .server_info import ServerInfo, SpecCounters, require_baseline, require_speculation, server_info, spec_counters
+from specdec.engine.events import DecodeSettings, RunResult
+from specdec.measure.speedup import INTERACTIVE, Measurement, Policy, Timing, measure
+from specdec.vllm.client import Completion, VllmClient, VllmError
+from specdec.vllm.fates import Alignment, AlignmentError, build_events, run_result
+from specdec.vllm.ngram_replay import replay
+from specdec.vllm.server_info import (
+    ServerInfo,
+    SpecCounters,
+    require_baseline,
+    require_speculation,
+    server_info,
+    spec_counters,
+)
 
 
 @dataclass
@@ -48,7 +55,7 @@ def connect(url: str, model: Optional[str] = None, *, speculative: Optional[bool
     none) and reads what it runs. record_for(url): the launcher's record for that URL, if it started it
     (default: launcher.record_for)."""
     if record_for is None:
-        from .launcher import record_for
+        from specdec.vllm.launcher import record_for
     client = VllmClient(url, model)
     info = server_info(client, record_for(client.url))
     if speculative is True:
@@ -68,7 +75,7 @@ def server_rss_bytes(server: Server) -> Optional[int]:
     this machine; None otherwise (vLLM's API does not expose it)."""
     if server.info.pid is None:
         return None
-    from .launcher import group_rss_bytes
+    from specdec.vllm.launcher import group_rss_bytes
 
     return group_rss_bytes(server.info.pid)
 
@@ -197,7 +204,7 @@ def measurement_key(lead: Server, baseline: Server, prompt_ids: list[int], setti
 def measure_speedup(lead: Server, baseline: Server, prompt_ids: list[int], settings: DecodeSettings, *,
                     cache: Optional[dict] = None, policy: Policy = INTERACTIVE,
                     should_stop: Callable[[], bool] = lambda: False):
-    """Generator of Estimates (specdec.measurement.measure): speculative server vs baseline server."""
+    """Generator of Estimates (specdec.measure.speedup.measure): speculative server vs baseline server."""
     check_same_model(lead, baseline)
     cache = {} if cache is None else cache
     key = measurement_key(lead, baseline, prompt_ids, settings)

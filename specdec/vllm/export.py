@@ -19,8 +19,9 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from ..fetch import cache_dir, ensure_model, is_fetchable
-from .client import VllmError
+from specdec.models.fetch import ensure_model, is_fetchable
+from specdec.paths import cache_dir
+from specdec.vllm.client import VllmError
 
 EXPORTABLE = {"smollm2-135m-draft": "smollm2-135m-instruct", "smollm2-135m-eagle": "smollm2-135m-instruct",
               "smollm2-135m-eagle3": "smollm2-135m-instruct"}
@@ -51,7 +52,7 @@ def export_draft(name: str, say: Say = print, out: Path | None = None) -> Path:
     """Writes (once) the zoo draft `name` as a LlamaForCausalLM folder: config, safetensors, tokenizer."""
     if name not in EXPORTABLE:
         raise VllmError(f"{name!r} cannot be exported for vLLM; exportable: {', '.join(EXPORTABLE)}")
-    from ..zoo.build import drafter_dir, load_tensors, read_meta
+    from specdec.drafters.shipped_build import drafter_dir, load_tensors, read_meta
 
     out = Path(out or export_dir(name))
     source = source_fingerprint(drafter_dir(name))
@@ -103,7 +104,7 @@ def eagle_tensors(own: dict) -> dict:
     decoder layer under `layers.0.`; embedding and head come from the target. vLLM's EAGLE layer 0 has no input
     RMSNorm (EAGLE-1's design), so the zoo layer's input_layernorm cannot be carried over: the exported head is
     not the same function as the lab's, and it drafts over the whole vocabulary, not the 12,288-token one."""
-    from ..zoo.heads import EagleHead
+    from specdec.drafters.heads import EagleHead
 
     fc = own["head.fc.weight"]
     d = fc.shape[0]
@@ -115,7 +116,7 @@ def eagle_tensors(own: dict) -> dict:
 
 def _eagle3_export(target_dir: Path, meta: dict, own: dict, target: dict) -> tuple[dict, dict]:
     """(tensors, config) of the EAGLE-3 head in vLLM's eagle3 layout; a head of the zoo's fc layer is refused."""
-    from .export_eagle3 import eagle3_config, eagle3_tensors
+    from specdec.vllm.export_eagle3 import eagle3_config, eagle3_tensors
 
     if meta.get("input_layout") != "concat":
         raise VllmError("this EAGLE-3 head was trained in the zoo's fc layer, which vLLM's eagle3 cannot run; train it "

@@ -15,10 +15,10 @@ such export: vLLM adds its attention to the fused feature alone, and no weights 
 """
 from __future__ import annotations
 
+from specdec.drafters.heads import rope_tables
+
 import torch
 import torch.nn.functional as F
-
-from ..zoo.heads import rope_tables
 
 
 def eagle3_config(target_config: dict, meta: dict, draft_vocab: int) -> dict:

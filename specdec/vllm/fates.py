@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional
 
-from ..events import DecodeSettings, DraftToken, FinalToken, RunResult, StepEvent
-from ..theory import run_record
+from specdec.engine.events import DecodeSettings, DraftToken, FinalToken, RunResult, StepEvent
+from specdec.engine.theory import run_record
 
 NOT_EXPOSED = "?"  # the text of a draft token vLLM rejected: its id is not in the API's answer
 

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-from ..fetch import _process_alive, cache_dir
-from .client import VllmClient, VllmError
+from specdec.models.fetch import _process_alive
+from specdec.paths import cache_dir
+from specdec.vllm.client import VllmClient, VllmError
 
 METHODS = ("ngram", "draft_model", "eagle", "eagle3")
 HEALTH_TIMEOUT_S = 900.0  # first start on a busy 2-core CPU: ~2-3 minutes (warm-up compiles the model)

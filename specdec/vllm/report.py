@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from ..theory import position_counts
-from ..theory import measured_alpha
+from specdec.engine.theory import measured_alpha, position_counts
 
 NOT_AVAILABLE = ("not available from vLLM: the draft's q, the target's p, the uniform draws, and (but for ngram, "
                  "whose drafting the lab replays) the rejected draft tokens' ids")

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .client import VllmClient, VllmError
+from specdec.vllm.client import VllmClient, VllmError
 
 NOT_EXPOSED = "not exposed by the server's API"
 _SAMPLE = re.compile(r'^(?P<name>[a-zA-Z_:][\w:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)')

@@ -1,6 +1,6 @@
 """A Sweep over K (and methods) on vLLM: speculation is fixed when a vLLM server starts, so each setting gets a
 server of its own, started through the launcher one after the other, measured against the baseline server
-(engine.measure_speedup: specdec/measurement.py's rules) and stopped before the next one starts.
+(engine.measure_speedup: specdec/measure/speedup.py's rules) and stopped before the next one starts.
 
 The baseline server fixes the target: every setting's server loads the folder or hub id the baseline serves
 (/v1/models' root), under the same served name, with the launcher's dtype of the baseline when the lab started it
@@ -14,13 +14,13 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Optional
 
-from ..events import DecodeSettings
-from ..measurement import SWEEP, Measurement, Policy
-from ..sweep import SweepRow
-from . import engine as vllm_engine
-from . import launcher as default_launcher
-from .client import VllmError
-from .launcher import ServeSpec
+from specdec.engine.events import DecodeSettings
+from specdec.measure.speedup import SWEEP, Measurement, Policy
+from specdec.measure.sweep import SweepRow
+from specdec.vllm import engine as vllm_engine
+from specdec.vllm import launcher as default_launcher
+from specdec.vllm.client import VllmError
+from specdec.vllm.launcher import ServeSpec
 
 NOT_AVAILABLE = ("not available from vLLM: c and v(K) (the draft's and the verification's costs inside the server), "
                  "so no theory forms; the drafter's memory")

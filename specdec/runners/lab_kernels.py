@@ -1,0 +1,189 @@
+"""The static runner on the lab's CPU kernels (native_kernels.py, specdec/runners/native/decode_kernels.c): a Llama-family
+float32 model whose weights are all float16 values, its products streamed from float16 groups on every thread the
+model's forwards run on, with RMSNorm, rotary, SiLU-gating, residual adds and the cache writes inside the same calls,
+and attention row by row in C. It shares StaticLlamaRunner's cache, rollback, tree layout and hidden states.
+
+Exactness: every product row and every attention row is the same whatever rows share the call (decode_kernels.c),
+so a verification scores each token bit for bit as a one-token forward does: greedy speculation reproduces
+target-only decoding exactly on this runner (torch's float32 SDPA is not row-exact; this is). Against torch's path
+only the order of sums differs. Whether this runner is used is measured per machine (tuning.py: the `lab kernels`
+candidates).
+"""
+from __future__ import annotations
+
+import ctypes
+import weakref
+from typing import NamedTuple, Optional
+
+from specdec.runners import native_kernels, packed_weights
+from specdec.runners.static import StaticLlamaRunner, layer_weights, plain_weights, rms_norm, supports_static
+
+import torch
+import torch.nn.functional as F
+
+KIND = "lab kernels (float16 weights)"
+# forwards of more rows (long prefills, never a verification) go through torch's float32 products on every thread the
+# model runs on: compute-bound there, MKL's GEMM beats the kernels' row blocks (docs/engine.md, "Lab kernels")
+LONG_ROWS = 384
+
+
+class PackedLayer(NamedTuple):
+    input_norm: tuple  # (weight [d], eps)
+    qkv: torch.Tensor  # q, k, v stacked, packed: [(Nq + 2 Nkv) / GROUP, d, GROUP] float16
+    qkv_bias: Optional[torch.Tensor]  # [Nq + 2 Nkv] or None
+    o: torch.Tensor  # [d / GROUP, Nq, GROUP]
+    o_bias: Optional[torch.Tensor]
+    post_norm: tuple
+    gated: torch.Tensor  # gate and up as a gated pair: [2 I / GROUP, d, GROUP]
+    gated_bias: Optional[torch.Tensor]  # [2 I]: gate's then up's, or None
+    down: torch.Tensor  # [d / GROUP, I, GROUP]
+    down_bias: Optional[torch.Tensor]
+
+
+class PackedModel(NamedTuple):
+    layers: list
+    head: torch.Tensor  # [V / GROUP, d, GROUP]
+    nbytes: int
+
+
+_PACKED: "weakref.WeakKeyDictionary[torch.nn.Module, PackedModel]" = weakref.WeakKeyDictionary()
+
+
+_FITS: "weakref.WeakKeyDictionary[torch.nn.Module, str]" = weakref.WeakKeyDictionary()
+
+
+def fits(model) -> str:
+    """'' where this runner can run the model here, else why not (one line; checked once per model)."""
+    reason = native_kernels.unavailable_reason()
+    if reason:
+        return reason
+    if model not in _FITS:
+        _FITS[model] = _misfit(model)
+    return _FITS[model]
+
+
+def _misfit(model) -> str:
+    if not supports_static(model) or next(model.parameters()).dtype != torch.float32:
+        return "lab kernels: float32 Llama-family models only"
+    if next(model.parameters()).device.type != "cpu":
+        return "lab kernels: CPU only"
+    if getattr(model.config, "hidden_act", "silu") != "silu" or model.lm_head.bias is not None:
+        return "lab kernels: SiLU-gated MLPs only"
+    head_dim = getattr(model.config, "head_dim", None) or model.config.hidden_size // model.config.num_attention_heads
+    if head_dim % native_kernels.lanes():
+        return f"lab kernels: head size {head_dim} is not a multiple of {native_kernels.lanes()}"
+    stacks = [(model.lm_head,)] + [stack for layer in model.model.layers for stack in (
+        (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj), (layer.self_attn.o_proj,),
+        (layer.mlp.gate_proj,), (layer.mlp.up_proj,), (layer.mlp.down_proj,))]
+    if not all(native_kernels.packable(*(module.weight for module in stack)) for stack in stacks):
+        return (f"lab kernels: needs weights that are float16 values, in matrices of multiples of "
+                f"{native_kernels.group()} rows")
+    return ""
+
+
+def packed_model(model) -> PackedModel:
+    """The model's packed weights, made once per model and shared by all its runners."""
+    known = _PACKED.get(model)
+    if known is None:
+        layers = [_pack_layer(layer) for layer in model.model.layers]
+        head = native_kernels.pack(model.lm_head.weight)
+        tensors = [head] + [t for layer in layers for t in (layer.qkv, layer.o, layer.gated, layer.down)]
+        known = _PACKED[model] = PackedModel(layers, head, sum(t.numel() * t.element_size() for t in tensors))
+        packed_weights.remember_module_copy(model, known.nbytes, KIND)
+    return known
+
+
+def forget(model) -> None:
+    """Drop the model's packed weights (made again by the next runner)."""
+    _PACKED.pop(model, None)
+    packed_weights.forget_module_copy(model)
+
+
+def _bias(*modules) -> Optional[torch.Tensor]:
+    biases = [m.bias for m in modules]
+    if all(b is None for b in biases):
+        return None
+    return torch.cat([b.detach() if b is not None else torch.zeros(m.weight.shape[0]) for m, b in zip(modules, biases)])
+
+
+def _pack_layer(layer) -> PackedLayer:
+    attn, mlp = layer.self_attn, layer.mlp
+    return PackedLayer(
+        input_norm=(layer.input_layernorm.weight.detach(), layer.input_layernorm.variance_epsilon),
+        qkv=native_kernels.pack(attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight),
+        qkv_bias=_bias(attn.q_proj, attn.k_proj, attn.v_proj),
+        o=native_kernels.pack(attn.o_proj.weight), o_bias=_bias(attn.o_proj),
+        post_norm=(layer.post_attention_layernorm.weight.detach(), layer.post_attention_layernorm.variance_epsilon),
+        gated=native_kernels.pack_gated(mlp.gate_proj.weight, mlp.up_proj.weight),
+        gated_bias=_bias(mlp.gate_proj, mlp.up_proj),
+        down=native_kernels.pack(mlp.down_proj.weight), down_bias=_bias(mlp.down_proj),
+    )
+
+
+def _ptr(tensor: Optional[torch.Tensor]) -> Optional[int]:
+    return tensor.data_ptr() if tensor is not None else None
+
+
+class LabKernelRunner(StaticLlamaRunner):
+    def _prepare_weights(self, model) -> None:
+        self.layers = [layer_weights(layer, packed=False) for layer in model.model.layers]  # long forwards
+        self.head = plain_weights(model.lm_head)
+        self.packed = packed_model(model)
+        self.lib = native_kernels.library()
+        config = model.config
+        self.width = config.hidden_size
+        # every layer's weights and this runner's cache, as addresses the kernels read (the tensors live as long as
+        # self.packed and self.keys / self.values)
+        self.c_layers = (native_kernels.Layer * len(self.packed.layers))(*[
+            native_kernels.Layer(w.input_norm[0].data_ptr(), w.input_norm[1], w.qkv.data_ptr(), _ptr(w.qkv_bias),
+                                 w.o.data_ptr(), _ptr(w.o_bias), w.post_norm[0].data_ptr(), w.post_norm[1],
+                                 w.gated.data_ptr(), _ptr(w.gated_bias), w.down.data_ptr(), _ptr(w.down_bias),
+                                 keys.data_ptr(), values.data_ptr())
+            for w, keys, values in zip(self.packed.layers, self.keys, self.values)])
+        self.c_shape = native_kernels.Shape(self.width, self.heads, self.kv_heads, self.head_dim,
+                                            config.intermediate_size, self.max_length, self.scaling)
+
+    @torch.inference_mode()
+    def _call(self, ids: list[int], last_only: bool) -> torch.Tensor:
+        if len(ids) > LONG_ROWS:
+            return super()._call(ids, last_only)  # the same cache, torch's products (module constant above)
+        kernel_threads = torch.get_num_threads()  # the model's count (threads_for_model): the kernels run on it
+        torch.set_num_threads(1)  # the few torch ops around the kernel calls (embedding, final norm) on this thread
+        try:
+            return self._layers(ids, last_only, kernel_threads)
+        finally:
+            torch.set_num_threads(kernel_threads)
+
+    def _layers(self, ids: list[int], last_only: bool, threads: int) -> torch.Tensor:
+        n, start = len(ids), self.length
+        if start + n > self.max_length:
+            raise RuntimeError(f"static cache of {self.max_length} positions is full")
+        hidden = F.embedding(torch.tensor(ids, device=self.device), self.embedding)  # [n, d]
+        if self._tree is not None:
+            positions, mask = self._tree_layout(start)
+            cos, sin = self.cos[0, positions], self.sin[0, positions]  # [n, head_dim]
+            visible = mask.to(torch.uint8).contiguous()  # [n, start + n]
+        else:
+            cos, sin = self.cos[0, start : start + n].contiguous(), self.sin[0, start : start + n].contiguous()
+            visible = None  # a chain: row i sees the cache and new rows 0 .. i
+        # the residual stream after each layer in self.hidden_layers (0: the embeddings, copied before the kernels
+        # write the layers' outputs over `hidden`)
+        kept = {layer: hidden.clone() if layer == 0 else torch.empty(n, self.width) for layer in self.hidden_layers}
+        wanted = (ctypes.c_void_p * (len(self.c_layers) + 1))(
+            *[kept[layer].data_ptr() if layer in kept else None for layer in range(len(self.c_layers) + 1)]
+        ) if kept else None
+        if self.lib.sd_layers(self.c_layers, len(self.c_layers), ctypes.byref(self.c_shape), hidden.data_ptr(), n,
+                              start, cos.data_ptr(), sin.data_ptr(), _ptr(visible), wanted, threads):
+            raise MemoryError("the lab kernels could not allocate their scratch for this forward")
+        every_row = not last_only or (self.keep_hidden and not self.hidden_layers)
+        final = rms_norm(hidden if every_row else hidden[-1:], *self.final_norm)  # [rows, d]
+        if self.hidden_layers:
+            self.hidden = torch.cat([kept[layer] for layer in self.hidden_layers], dim=-1)  # [n, m * d]
+        elif self.keep_hidden:
+            self.hidden = final
+        rows = (final[-1:] if last_only else final).contiguous()
+        vocab = self.packed.head.shape[0] * self.packed.head.shape[2]
+        logits = torch.empty(rows.shape[0], vocab)
+        self.lib.sd_linear(rows.data_ptr(), rows.shape[0], self.width, self.packed.head.data_ptr(), None, vocab,
+                           None, logits.data_ptr(), threads)
+        return logits[:, : self.vocab_limit]

@@ -1,0 +1,364 @@
+/* The lab's CPU kernels for a decoding or verification forward of a few rows through float16 weights
+   (specdec/runners/native_kernels.py builds this file with the machine's C compiler and loads it; lab_kernel_runner.py runs
+   a forward through sd_layers).
+
+   Why: on a 2-core CPU a one-token forward of a 135M model is ~200 small products plus ~600 small tensor ops; the
+   products are bounded by memory bandwidth, and one thread reads less of it than two (docs/engine.md, "Lab kernels").
+   Here each product streams its float16 weights once on both cores, and the small ops around it (RMSNorm, rotary,
+   SiLU-gating, residual adds, writing keys and values into the cache) run inside the same call.
+
+   Vocabulary, fixed here:
+   - packed weight: a float32 matrix W [N][K] whose values are all float16 values, stored as float16 in groups of
+     GROUP output rows, [N / GROUP][K][GROUP], so one group is read as one sequential stream.
+   - gated pair: the gate and up matrices of an MLP packed group by group, gate group j then up group j, so one
+     claimed piece yields GROUP finished outputs silu(gate) * up.
+   Exactness: every output is one fused-multiply-add chain over k = 0 .. K-1 in float32, the same whatever the number
+   of rows in the call or the thread that computes it, so a verification row equals a one-token forward's bit for
+   bit. The elementwise maths is written op for op as transformers' Llama code does it (compiled without contraction,
+   -ffp-contract=off); only sums (products, RMSNorm's mean of squares) are ordered differently from torch's. */
+#define _GNU_SOURCE
+#include <immintrin.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define GROUP 64
+
+#if defined(__AVX512F__)
+#define LANES 16
+#define ROW_BLOCK 6 /* rows sharing one weight load: 6 rows x 4 vectors = 24 accumulators */
+typedef __m512 vec;
+#define VZERO() _mm512_setzero_ps()
+#define VSET1(v) _mm512_set1_ps(v)
+#define VHALF(p) _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(p)))
+#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define VSTORE(p, v) _mm512_storeu_ps(p, v)
+#define VLOAD(p) _mm512_loadu_ps(p)
+#else
+#define LANES 8
+#define ROW_BLOCK 1 /* AVX2: 8 vectors a row fill half the 16 registers */
+typedef __m256 vec;
+#define VZERO() _mm256_setzero_ps()
+#define VSET1(v) _mm256_set1_ps(v)
+#define VHALF(p) _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(p)))
+#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define VSTORE(p, v) _mm256_storeu_ps(p, v)
+#define VLOAD(p) _mm256_loadu_ps(p)
+#endif
+#define VECS (GROUP / LANES)
+
+/* sums[r][GROUP] = x[r] . W[group] for rows r < rows (<= ROW_BLOCK) of x [rows][K]; group: [K][GROUP] halves */
+static inline __attribute__((always_inline)) void group_rows(const float *x, int rows, int K, const uint16_t *group,
+                                                               float *sums) {
+    vec acc[ROW_BLOCK][VECS];
+    for (int r = 0; r < ROW_BLOCK; r++)
+        for (int v = 0; v < VECS; v++) acc[r][v] = VZERO();
+    const uint16_t *w = group;
+    for (int k = 0; k < K; k++, w += GROUP) {
+        vec weights[VECS];
+        for (int v = 0; v < VECS; v++) weights[v] = VHALF(w + v * LANES);
+        for (int r = 0; r < ROW_BLOCK; r++) {
+            if (r >= rows) break;
+            vec xb = VSET1(x[(size_t)r * K + k]);
+            for (int v = 0; v < VECS; v++) acc[r][v] = VFMA(xb, weights[v], acc[r][v]);
+        }
+    }
+    for (int r = 0; r < rows; r++)
+        for (int v = 0; v < VECS; v++) VSTORE(sums + r * GROUP + v * LANES, acc[r][v]);
+}
+
+/* group_rows with the row count a constant in each branch, so the compiler keeps only the accumulators it uses */
+static void group_rows_of(const float *x, int rows, int K, const uint16_t *group, float *sums) {
+    switch (rows) {
+    case 1: group_rows(x, 1, K, group, sums); break;
+#if ROW_BLOCK == 6
+    case 2: group_rows(x, 2, K, group, sums); break;
+    case 3: group_rows(x, 3, K, group, sums); break;
+    case 4: group_rows(x, 4, K, group, sums); break;
+    case 5: group_rows(x, 5, K, group, sums); break;
+    default: group_rows(x, ROW_BLOCK, K, group, sums); break;
+#endif
+    }
+}
+
+enum { PLAIN = 0, RESIDUAL = 1, GATED = 2 };
+
+typedef struct {
+    const float *x; int M, K;          /* x [M][K] */
+    const uint16_t *W; const float *bias;
+    int N;                             /* outputs per row (a gated pair: GROUP-multiples of silu(gate) * up) */
+    float *y; const float *residual;   /* y [M][N]; residual [M][N] for RESIDUAL */
+    int mode;
+} job_t;
+
+static float silu(float g) { return g / (1.0f + expf(-g)); } /* torch's CPU silu: x / (1 + exp(-x)) */
+
+/* output group j (GROUP outputs) of every row */
+static void run_group(const job_t *job, int j) {
+    float sums[ROW_BLOCK * GROUP], up[ROW_BLOCK * GROUP];
+    int n0 = j * GROUP;
+    int stride = job->mode == GATED ? 2 : 1;
+    const uint16_t *group = job->W + (size_t)j * stride * GROUP * job->K;
+    for (int m = 0; m < job->M; m += ROW_BLOCK) {
+        int rows = job->M - m < ROW_BLOCK ? job->M - m : ROW_BLOCK;
+        const float *x = job->x + (size_t)m * job->K;
+        group_rows_of(x, rows, job->K, group, sums);
+        if (job->mode == GATED) group_rows_of(x, rows, job->K, group + (size_t)GROUP * job->K, up);
+        for (int r = 0; r < rows; r++) {
+            float *y = job->y + (size_t)(m + r) * job->N + n0;
+            const float *s = sums + r * GROUP;
+            for (int i = 0; i < GROUP; i++) {
+                if (job->mode == GATED) {
+                    float gate = job->bias ? s[i] + job->bias[n0 + i] : s[i];
+                    float u = job->bias ? up[r * GROUP + i] + job->bias[job->N + n0 + i] : up[r * GROUP + i];
+                    y[i] = silu(gate) * u;
+                } else {
+                    float value = job->bias ? s[i] + job->bias[n0 + i] : s[i];
+                    y[i] = job->mode == RESIDUAL ? job->residual[(size_t)(m + r) * job->N + n0 + i] + value : value;
+                }
+            }
+        }
+    }
+}
+
+/* --- two threads: the caller and one worker claim groups of a job ---------------------------------------------
+   The ticket holds generation (24 bits) | group count (20) | next group (20): a claim is one compare-and-swap, so a
+   worker late from an earlier job never claims a group of a newer one, and a job cannot finish (and its fields be
+   overwritten) while a claimed group is uncounted. The worker spins for SPIN_S after its last group, then sleeps. Jobs from several
+   calling threads take turns (one_job_at_a_time); a process forked after the worker started has no worker, and its
+   caller then claims every group itself. */
+#define SPIN_S 0.002
+static job_t current;
+static _Atomic uint64_t ticket;
+static atomic_int groups_done, worker_sleeping;
+static _Atomic uint32_t wake_word;
+static atomic_int worker_started;
+static uint64_t generation;
+#define GEN(t) ((t) >> 40)
+#define COUNT(t) (((t) >> 20) & 0xFFFFF)
+#define INDEX(t) ((t) & 0xFFFFF)
+
+static void claim_groups(uint64_t gen) {
+    for (;;) {
+        uint64_t t = atomic_load_explicit(&ticket, memory_order_acquire);
+        if (GEN(t) != gen || INDEX(t) >= COUNT(t)) return;
+        if (!atomic_compare_exchange_weak(&ticket, &t, t + 1)) continue;
+        run_group(&current, (int)INDEX(t));
+        atomic_fetch_add_explicit(&groups_done, 1, memory_order_release);
+    }
+}
+
+static double seconds(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+
+static void *worker_main(void *unused) {
+    (void)unused;
+    uint64_t seen = 0, t;
+    for (;;) {
+        double idle_since = seconds();
+        long spins = 0;
+        while (GEN(t = atomic_load_explicit(&ticket, memory_order_acquire)) == seen) {
+            _mm_pause();
+            if (++spins % 1024 == 0 && seconds() - idle_since > SPIN_S) {
+                uint32_t word = atomic_load(&wake_word);
+                atomic_store(&worker_sleeping, 1);
+                if (GEN(atomic_load(&ticket)) == seen)
+                    syscall(SYS_futex, &wake_word, FUTEX_WAIT_PRIVATE, word, NULL, NULL, 0);
+                atomic_store(&worker_sleeping, 0);
+                idle_since = seconds();
+            }
+        }
+        seen = GEN(t);
+        claim_groups(seen);
+    }
+    return NULL;
+}
+
+static pthread_mutex_t one_job_at_a_time = PTHREAD_MUTEX_INITIALIZER; /* ctypes calls release the GIL */
+
+static void run_job(const job_t *job, int threads) {
+    int groups = job->N / GROUP;
+    if (threads < 2 || groups < 2) {
+        for (int j = 0; j < groups; j++) run_group(job, j);
+        return;
+    }
+    pthread_mutex_lock(&one_job_at_a_time);
+    if (!atomic_exchange(&worker_started, 1)) {
+        pthread_t worker;
+        pthread_create(&worker, NULL, worker_main, NULL);
+        pthread_detach(worker);
+    }
+    current = *job;
+    atomic_store(&groups_done, 0);
+    generation = generation % 0xFFFFFF + 1;
+    atomic_store_explicit(&ticket, (generation << 40) | ((uint64_t)groups << 20), memory_order_release);
+    if (atomic_load(&worker_sleeping)) {
+        atomic_fetch_add(&wake_word, 1);
+        syscall(SYS_futex, &wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    }
+    claim_groups(generation);
+    while (atomic_load_explicit(&groups_done, memory_order_acquire) < groups) _mm_pause();
+    pthread_mutex_unlock(&one_job_at_a_time);
+}
+
+/* --- the calls -------------------------------------------------------------------------------------------------- */
+
+int sd_group(void) { return GROUP; }
+int sd_lanes(void) { return LANES; }
+
+/* out [M][K] = weight * (x * 1 / sqrt(mean(x^2) + eps)): transformers' LlamaRMSNorm in float32 */
+static void rms_norm(const float *x, int M, int K, const float *weight, float eps, float *out) {
+    for (int m = 0; m < M; m++) {
+        const float *row = x + (size_t)m * K;
+        float lanes[LANES] = {0};
+        for (int k = 0; k < K; k++) lanes[k % LANES] += row[k] * row[k];
+        float total = 0.0f;
+        for (int l = 0; l < LANES; l++) total += lanes[l];
+        float scale = 1.0f / sqrtf(total / (float)K + eps);
+        for (int k = 0; k < K; k++) out[(size_t)m * K + k] = weight[k] * (row[k] * scale);
+    }
+}
+
+/* y [M][N] = x @ W.T + bias, and + residual [M][N] where residual is given */
+void sd_linear(const float *x, int M, int K, const uint16_t *W, const float *bias, int N,
+               const float *residual, float *y, int threads) {
+    job_t job = {x, M, K, W, bias, N, y, residual, residual ? RESIDUAL : PLAIN};
+    run_job(&job, threads);
+}
+
+/* gated [M][N] = silu(norm(x) @ Wgate.T) * (norm(x) @ Wup.T) for a gated pair W; normed: scratch [M][K] */
+static void sd_norm_gated(const float *x, int M, int K, const float *norm_weight, float eps, const uint16_t *W,
+                          const float *bias, int N, float *normed, float *gated, int threads) {
+    rms_norm(x, M, K, norm_weight, eps, normed);
+    job_t job = {normed, M, K, W, bias, N, gated, NULL, GATED};
+    run_job(&job, threads);
+}
+
+/* One attention block's input side: normed = norm(x); [q | k | v] = normed @ Wqkv.T + bias (scratch qkv
+   [M][Nq + 2 Nkv]); rotary on q and k with cos, sin [M][head_dim] (transformers' apply_rotary_pos_emb:
+   q * cos + rotate_half(q) * sin); q out [M][Nq]; k and v written to the caches [kv_heads][cache_len][head_dim] at
+   positions slot .. slot + M - 1. */
+static void sd_norm_qkv_rotary(const float *x, int M, int K, const float *norm_weight, float eps,
+                               const uint16_t *W, const float *bias, int Nq, int Nkv, int head_dim, const float *cos,
+                               const float *sin, float *normed, float *qkv, float *q, float *keys, float *values,
+                               int cache_len, int slot, int threads) {
+    int N = Nq + 2 * Nkv, half = head_dim / 2;
+    rms_norm(x, M, K, norm_weight, eps, normed);
+    job_t job = {normed, M, K, W, bias, N, qkv, NULL, PLAIN};
+    run_job(&job, threads);
+    for (int m = 0; m < M; m++) {
+        const float *row = qkv + (size_t)m * N, *c = cos + (size_t)m * head_dim, *s = sin + (size_t)m * head_dim;
+        for (int part = 0; part < 2; part++) { /* q, then k */
+            int width = part ? Nkv : Nq;
+            const float *in = row + (part ? Nq : 0);
+            for (int h = 0; h < width / head_dim; h++) {
+                const float *a = in + h * head_dim;
+                float *out = part ? keys + ((size_t)h * cache_len + slot + m) * head_dim : q + (size_t)m * Nq + h * head_dim;
+                for (int i = 0; i < head_dim; i++) {
+                    float rotated = i < half ? -a[i + half] : a[i - half];
+                    out[i] = a[i] * c[i] + rotated * s[i];
+                }
+            }
+        }
+        const float *v = row + Nq + Nkv;
+        for (int h = 0; h < Nkv / head_dim; h++)
+            memcpy(values + ((size_t)h * cache_len + slot + m) * head_dim, v + h * head_dim, head_dim * sizeof(float));
+    }
+}
+
+/* a . b over n floats (n a multiple of LANES): LANES partial sums, then added lane by lane in order */
+static float dot(const float *a, const float *b, int n) {
+    vec acc = VZERO();
+    for (int i = 0; i < n; i += LANES) acc = VFMA(VLOAD(a + i), VLOAD(b + i), acc);
+    float lanes[LANES], total = 0.0f;
+    VSTORE(lanes, acc);
+    for (int l = 0; l < LANES; l++) total += lanes[l];
+    return total;
+}
+
+/* Attention of M new rows over the cache, each row alone (so a row's result does not depend on the rows beside it):
+   q [M][heads * head_dim]; keys, values [kv_heads][cache_len][head_dim] holding positions 0 .. start + M - 1;
+   row m sees positions 0 .. start + m (visible == NULL) or those where visible[m][j] != 0 ([M][start + M], a tree);
+   softmax(q . k * scale) . v -> out [M][heads * head_dim]; scores: scratch of start + M floats. */
+void sd_attention(const float *q, int M, int heads, int kv_heads, int head_dim, const float *keys,
+                  const float *values, int cache_len, int start, const unsigned char *visible, float scale,
+                  float *scores, float *out) {
+    int groups = heads / kv_heads, length = start + M;
+    for (int m = 0; m < M; m++) {
+        for (int h = 0; h < heads; h++) {
+            const float *query = q + ((size_t)m * heads + h) * head_dim;
+            const float *k = keys + (size_t)(h / groups) * cache_len * head_dim;
+            const float *v = values + (size_t)(h / groups) * cache_len * head_dim;
+            int seen = visible ? length : start + m + 1;
+            const unsigned char *row = visible ? visible + (size_t)m * length : NULL;
+            float top = -INFINITY;
+            for (int j = 0; j < seen; j++) {
+                if (row && !row[j]) continue;
+                scores[j] = dot(query, k + (size_t)j * head_dim, head_dim) * scale;
+                if (scores[j] > top) top = scores[j];
+            }
+            float total = 0.0f;
+            for (int j = 0; j < seen; j++) {
+                if (row && !row[j]) continue;
+                scores[j] = expf(scores[j] - top);
+                total += scores[j];
+            }
+            float *o = out + ((size_t)m * heads + h) * head_dim;
+            for (int d = 0; d < head_dim; d++) o[d] = 0.0f;
+            for (int j = 0; j < seen; j++) {
+                if (row && !row[j]) continue;
+                float weight = scores[j] / total;
+                const float *vj = v + (size_t)j * head_dim;
+                for (int d = 0; d < head_dim; d++) o[d] += weight * vj[d];
+            }
+        }
+    }
+}
+
+/* --- a whole forward's decoder layers in one call ----------------------------------------------------------------- */
+
+typedef struct {                  /* one decoder layer's packed weights and this sequence's cache */
+    const float *input_norm; float input_eps;
+    const uint16_t *qkv; const float *qkv_bias;      /* q, k, v stacked: Nq + 2 Nkv outputs */
+    const uint16_t *o; const float *o_bias;
+    const float *post_norm; float post_eps;
+    const uint16_t *gated; const float *gated_bias;  /* gate and up as a gated pair: inner outputs */
+    const uint16_t *down; const float *down_bias;
+    float *keys, *values;                            /* [kv_heads][cache_len][head_dim] */
+} layer_t;
+
+typedef struct { int width, heads, kv_heads, head_dim, inner, cache_len; float scale; } shape_t;
+
+/* hidden [M][width]: the embeddings in, the residual stream after the last layer out; rows at cache positions
+   start .. start + M - 1, rotary cos, sin [M][head_dim], visible as sd_attention's. kept[i] (for i in 1 ..
+   n_layers, NULL where not wanted): [M][width], the stream after layer i. 0 on success, -1 when out of memory. */
+int sd_layers(const layer_t *layers, int n_layers, const shape_t *shape, float *hidden, int M, int start,
+              const float *cos, const float *sin, const unsigned char *visible, float *const *kept, int threads) {
+    int d = shape->width, nq = shape->heads * shape->head_dim, nkv = shape->kv_heads * shape->head_dim;
+    size_t rows = (size_t)M;
+    float *normed = malloc(rows * d * sizeof(float)), *qkv = malloc(rows * (nq + 2 * nkv) * sizeof(float));
+    float *q = malloc(rows * nq * sizeof(float)), *attended = malloc(rows * nq * sizeof(float));
+    float *after = malloc(rows * d * sizeof(float)), *gated = malloc(rows * shape->inner * sizeof(float));
+    float *scores = malloc((size_t)(start + M) * sizeof(float));
+    int status = normed && qkv && q && attended && after && gated && scores ? 0 : -1;
+    for (int i = 0; status == 0 && i < n_layers; i++) {
+        const layer_t *w = layers + i;
+        sd_norm_qkv_rotary(hidden, M, d, w->input_norm, w->input_eps, w->qkv, w->qkv_bias, nq, nkv, shape->head_dim,
+                           cos, sin, normed, qkv, q, w->keys, w->values, shape->cache_len, start, threads);
+        sd_attention(q, M, shape->heads, shape->kv_heads, shape->head_dim, w->keys, w->values, shape->cache_len,
+                     start, visible, shape->scale, scores, attended);
+        sd_linear(attended, M, nq, w->o, w->o_bias, d, hidden, after, threads);
+        sd_norm_gated(after, M, d, w->post_norm, w->post_eps, w->gated, w->gated_bias, shape->inner, normed, gated,
+                      threads);
+        sd_linear(gated, M, shape->inner, w->down, w->down_bias, d, after, hidden, threads);
+        if (kept && kept[i + 1]) memcpy(kept[i + 1], hidden, rows * d * sizeof(float));
+    }
+    free(normed); free(qkv); free(q); free(attended); free(after); free(gated); free(scores);
+    return status;
+}

@@ -1,0 +1,190 @@
+"""The lab's CPU kernels (specdec/runners/native/decode_kernels.c): built once per machine with its C compiler, loaded
+with ctypes, and the float16 weight packing they read.
+
+Why a compiled kernel: a decoding step of a small model on a 2-core CPU is memory-bandwidth bound, torch's CPU
+products of one row run on one thread, and the ~600 small tensor ops around them cost a third of the step (profile
+in docs/vllm.md); decode_kernels.c streams each product's weights on both cores and does the small ops inside the
+same call. Which path is fastest on a machine is measured (tuning.py), never inferred from its flags.
+
+Building: `cc -O3 -march=native -ffp-contract=off` into SPECDEC_CACHE/kernels/, named by a hash of the source, the
+compiler command and the CPU (model and flags), so a different machine or a changed source builds afresh. Where
+there is no x86-64 CPU with AVX2, F16C and FMA, no compiler, or the build fails, `available()` is False and
+`unavailable_reason()` says why; nothing else changes (the static runner's torch path runs). SPECDEC_LAB_KERNELS=0
+turns them off.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Optional
+
+from specdec.paths import cache_dir
+from specdec.runners.packed_weights import cpu_flags, cpu_name, exact_in_float16
+
+import torch
+
+SOURCE = Path(__file__).with_name("native") / "decode_kernels.c"
+NEEDED_FLAGS = ("avx2", "f16c", "fma")
+_LOCK = threading.Lock()
+_STATE: dict = {}  # "library": the loaded CDLL or None; "reason": why None
+
+
+def enabled() -> bool:
+    return os.environ.get("SPECDEC_LAB_KERNELS", "1").strip().lower() not in {"0", "off", "false", "no"}
+
+
+def compiler() -> Optional[str]:
+    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+
+
+NATIVE = ("-march=native",)  # the build machine's vector extensions: AVX-512 where it has them, else AVX2
+AVX2 = ("-mavx2", "-mfma", "-mf16c")  # the AVX2 code path on any x86-64 CPU that has these (tests build it too)
+
+
+def build_command(cc: str, source: Path, output: Path, target: tuple[str, ...] = NATIVE) -> list[str]:
+    return [cc, "-O3", *target, "-ffp-contract=off", "-fPIC", "-shared", str(source), "-o", str(output),
+            "-lpthread", "-lm"]
+
+
+def library_path(cc: str) -> Path:
+    """Where the build for this source, compiler and CPU lives."""
+    digest = hashlib.sha256(SOURCE.read_bytes())
+    digest.update(" ".join(build_command(cc, Path("s"), Path("o"))).encode())
+    digest.update(f"{cpu_name()} {sorted(cpu_flags())} {platform.machine()}".encode())
+    return cache_dir() / "kernels" / f"decode_kernels-{digest.hexdigest()[:16]}.so"
+
+
+def library():
+    """The loaded kernels, built on first use; None where they cannot run here (unavailable_reason says why)."""
+    with _LOCK:
+        if "library" not in _STATE:
+            _STATE["library"], _STATE["reason"] = _load()
+        return _STATE["library"]
+
+
+def available() -> bool:
+    return enabled() and library() is not None
+
+
+def unavailable_reason() -> str:
+    """'' where the kernels run here, else one line saying why not."""
+    if not enabled():
+        return "lab kernels: turned off (SPECDEC_LAB_KERNELS=0)"
+    library()
+    return _STATE.get("reason", "")
+
+
+def _load():
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return None, f"lab kernels: written for x86-64 CPUs, this one is {platform.machine()}"
+    missing = [flag for flag in NEEDED_FLAGS if flag not in cpu_flags()]
+    if missing:
+        return None, f"lab kernels: this CPU lacks {', '.join(missing)}"
+    cc = compiler()
+    if cc is None:
+        return None, "lab kernels: no C compiler (cc, gcc or clang) on this machine"
+    path = library_path(cc)
+    if not path.exists():
+        try:
+            _build(cc, path)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return None, f"lab kernels: the build failed ({_first_line(exc)})"
+    try:
+        return _declare(ctypes.CDLL(str(path))), ""
+    except OSError as exc:
+        return None, f"lab kernels: the build does not load ({_first_line(exc)})"
+
+
+def _build(cc: str, path: Path, target: tuple[str, ...] = NATIVE) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=path.parent) as folder:
+        partial = Path(folder) / path.name
+        done = subprocess.run(build_command(cc, SOURCE, partial, target), capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise subprocess.SubprocessError(done.stderr.strip() or f"exit {done.returncode}")
+        os.replace(partial, path)  # whole or absent: another process may load it at any moment
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def build_and_load(path: Path, target: tuple[str, ...]):
+    """A build for another vector target (tests: the AVX2 path on an AVX-512 machine), loaded."""
+    _build(compiler(), path, target)
+    return _declare(ctypes.CDLL(str(path)))
+
+
+class Layer(ctypes.Structure):
+    """decode_kernels.c's layer_t: one decoder layer's packed weights and one sequence's cache (addresses)."""
+    _fields_ = [
+        ("input_norm", ctypes.c_void_p), ("input_eps", ctypes.c_float), ("qkv", ctypes.c_void_p),
+        ("qkv_bias", ctypes.c_void_p), ("o", ctypes.c_void_p), ("o_bias", ctypes.c_void_p),
+        ("post_norm", ctypes.c_void_p), ("post_eps", ctypes.c_float), ("gated", ctypes.c_void_p),
+        ("gated_bias", ctypes.c_void_p), ("down", ctypes.c_void_p), ("down_bias", ctypes.c_void_p),
+        ("keys", ctypes.c_void_p), ("values", ctypes.c_void_p)]
+
+
+class Shape(ctypes.Structure):
+    """decode_kernels.c's shape_t."""
+    _fields_ = [("width", ctypes.c_int), ("heads", ctypes.c_int), ("kv_heads", ctypes.c_int),
+                ("head_dim", ctypes.c_int), ("inner", ctypes.c_int), ("cache_len", ctypes.c_int),
+                ("scale", ctypes.c_float)]
+
+
+def _declare(lib):
+    pointer, integer, real = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
+    lib.sd_linear.argtypes = [pointer, integer, integer, pointer, pointer, integer, pointer, pointer, integer]
+    lib.sd_attention.argtypes = [pointer, integer, integer, integer, integer, pointer, pointer, integer, integer,
+                                 pointer, real, pointer, pointer]
+    for name in ("sd_linear", "sd_attention"):
+        getattr(lib, name).restype = None
+    lib.sd_layers.argtypes = [ctypes.POINTER(Layer), integer, ctypes.POINTER(Shape), pointer, integer, integer,
+                              pointer, pointer, pointer, ctypes.POINTER(ctypes.c_void_p), integer]
+    lib.sd_layers.restype = integer
+    return lib
+
+
+@functools.cache
+def group() -> int:
+    """Output rows per packed group (the kernels' GROUP)."""
+    lib = library()
+    return int(lib.sd_group()) if lib is not None else 64
+
+
+@functools.cache
+def lanes() -> int:
+    """Floats per vector register of the build: attention's head size must be a multiple of it."""
+    lib = library()
+    return int(lib.sd_lanes()) if lib is not None else 16
+
+
+# --- packing ---------------------------------------------------------------------------------------------------
+
+def packable(*weights: torch.Tensor) -> bool:
+    """Whether these float32 CPU matrices [out_i, in], stacked along out, can be packed: every value a float16 value
+    (so the kernels compute with the weights' own numbers) and the stacked row count a multiple of the group."""
+    return (all(w.device.type == "cpu" and w.dtype == torch.float32 and w.dim() == 2 and exact_in_float16(w)
+                for w in weights) and sum(w.shape[0] for w in weights) % group() == 0)
+
+
+def pack(*weights: torch.Tensor) -> torch.Tensor:
+    """Matrices [N_i, K] stacked along N -> float16 groups [sum(N_i) / GROUP, K, GROUP] (contiguous)."""
+    stacked = torch.cat([w.detach() for w in weights]).to(torch.float16)
+    rows, width = stacked.shape
+    return stacked.view(rows // group(), group(), width).transpose(1, 2).contiguous()
+
+
+def pack_gated(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    """A gated pair: gate group j, then up group j, for every j -> [2 N / GROUP, K, GROUP]."""
+    gate_groups, up_groups = pack(gate), pack(up)
+    return torch.stack([gate_groups, up_groups], dim=1).flatten(0, 1).contiguous()

@@ -1,0 +1,99 @@
+"""How many CPU threads a decoding step computes on.
+
+The process-wide set-up (process.py, run by importing specdec) sets OMP_WAIT_POLICY=PASSIVE: OpenMP threads
+sleep between parallel regions instead of spinning, because on a CPU shared with other processes spinning
+threads stall every step. A sleeping thread then pays a wake-up on every parallel region, and a decoding
+forward is hundreds of small products, so under that policy a CPU run computes each step (and its prefill)
+on one thread by default. Everything else keeps torch's count. SPECDEC_STEP_THREADS=N sets the count for
+every CPU run instead (0: torch's).
+
+A model loaded with the measured `auto` (tuning.py) carries the thread count measured fastest for it: its
+runners' forwards run on that count (threads_for_model, called by every runner), whatever the step's count.
+An explicit count (SPECDEC_STEP_THREADS, or `--threads` through set_explicit_threads) wins over both.
+Measured one- and two-thread step times per machine: docs/engine.md ("CPU").
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import weakref
+from typing import Iterator, Optional
+
+import torch
+
+_EXPLICIT: list[Optional[int]] = [None]  # set_explicit_threads: the operator's count for this process
+_MODEL_THREADS: "weakref.WeakKeyDictionary[torch.nn.Module, int]" = weakref.WeakKeyDictionary()
+
+
+def set_explicit_threads(count: Optional[int]) -> None:
+    """The operator's count (`--threads`) for every CPU step and forward of this process; None: not set."""
+    _EXPLICIT[0] = count if count and count > 0 else None
+
+
+def explicit_threads() -> Optional[int]:
+    """SPECDEC_STEP_THREADS (a positive count; 0 or junk: torch's, None), else set_explicit_threads' count."""
+    chosen = os.environ.get("SPECDEC_STEP_THREADS", "").strip()
+    if chosen:
+        return int(chosen) if chosen.isdigit() and int(chosen) > 0 else None
+    return _EXPLICIT[0]
+
+
+def has_explicit_threads() -> bool:
+    return bool(os.environ.get("SPECDEC_STEP_THREADS", "").strip()) or _EXPLICIT[0] is not None
+
+
+def set_model_threads(module: torch.nn.Module, count: Optional[int]) -> None:
+    """The thread count measured fastest for this model's forwards (tuning.py); None forgets it."""
+    if count:
+        _MODEL_THREADS[module] = count
+    else:
+        _MODEL_THREADS.pop(module, None)
+
+
+def model_threads(module: torch.nn.Module) -> Optional[int]:
+    """The count this model's forwards run on: the explicit one, else its measured one, else None (the step's)."""
+    return explicit_threads() if has_explicit_threads() else _MODEL_THREADS.get(module)
+
+
+@contextlib.contextmanager
+def threads_for_model(module: torch.nn.Module) -> Iterator[None]:
+    """Run one forward of this model on model_threads(...) threads (where it has a count), then restore."""
+    wanted = model_threads(module) if next(module.parameters()).device.type == "cpu" else None
+    with _threads(wanted):
+        yield
+
+
+def step_threads(device: torch.device) -> Optional[int]:
+    """The thread count a step of this run computes on, or None for torch's own."""
+    if device.type != "cpu":
+        return None
+    if has_explicit_threads():
+        return explicit_threads()
+    passive = os.environ.get("OMP_WAIT_POLICY", "").strip().upper() == "PASSIVE"
+    return 1 if passive else None
+
+
+def forward_threads(module: torch.nn.Module) -> int:
+    """The thread count this model's forwards actually run on (its own, else the step's, else torch's)."""
+    device = next(module.parameters()).device
+    return model_threads(module) or step_threads(device) or torch.get_num_threads()
+
+
+@contextlib.contextmanager
+def threads_for_step(device: torch.device) -> Iterator[None]:
+    """Run the body on step_threads(...) threads, then restore torch's count."""
+    with _threads(step_threads(device)):
+        yield
+
+
+@contextlib.contextmanager
+def _threads(wanted: Optional[int]) -> Iterator[None]:
+    before = torch.get_num_threads()
+    if wanted is None or wanted == before:
+        yield
+        return
+    torch.set_num_threads(wanted)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -1,0 +1,197 @@
+"""Limits on what one request may ask for, and the checks that turn bad input into one clear line.
+
+Two kinds of bound live here:
+  - sanity bounds that hold everywhere (CLI and app): finite numbers, K, seeds, sample counts, prompt
+    text that is valid Unicode;
+  - deployment limits for the web app (`Limits`): queue length, max new tokens, sweep size, timed
+    repeats, a per-run time budget, prompt size, sessions kept, model memory. A public deployment (a
+    Hugging Face Space, or SPECDEC_PUBLIC=1) gets tighter defaults; every one can be set by an
+    environment variable (docs/deploy.md lists them).
+
+Engine-side: imports neither gradio nor torch.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Mapping, Optional
+
+from specdec.errors import InvalidSettingsError
+
+# --- sanity bounds (CLI and app) -------------------------------------------------------------------
+
+K_MAX = 64  # the app's slider stops at 16; the CLI allows more, never an absurd cache
+TEMPERATURE_MAX = 100.0  # beyond this every distribution is uniform to float precision
+SEED_MAX = 2**32 - 1  # the app's seed field and numpy agree on this range
+NUM_SAMPLES_MAX = 10_000  # CLI --num-samples: independent draws in one process
+MODEL_NAME_MAX_CHARS = 300
+
+
+def check_finite(name: str, value, low: float | None = None, high: float | None = None) -> float:
+    """A real, finite number within [low, high]; the message says which setting and what is allowed."""
+    allowed = _range_text(low, high)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidSettingsError(f"{name} must be a number{allowed} (got {value!r})")
+    if not math.isfinite(value):
+        raise InvalidSettingsError(f"{name} must be a finite number{allowed} (got {value})")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise InvalidSettingsError(f"{name} must be{allowed} (got {show(value)})")
+    return value
+
+
+def check_integer(name: str, value, low: int | None = None, high: int | None = None) -> int:
+    """A whole number within [low, high] (floats like 4.0 pass; 4.5 and nan do not)."""
+    check_finite(name, value, low, high)
+    if value != int(value):
+        raise InvalidSettingsError(f"{name} must be a whole number{_range_text(low, high)} (got {show(value)})")
+    return int(value)
+
+
+def show(x) -> str:
+    """A number as a person would write it: 4294967295, 0.7, 1e+300, nan (very long integers cut)."""
+    if isinstance(x, float) and x.is_integer() and abs(x) < 1e15:
+        x = int(x)
+    text = str(x) if isinstance(x, int) else f"{x:g}"
+    return text if len(text) <= 24 else f"{text[:10]}…({len(text)} digits)"
+
+
+def _range_text(low, high) -> str:
+    if low is not None and high is not None:
+        return f" from {show(low)} to {show(high)}"
+    if low is not None:
+        return f" of at least {show(low)}"
+    if high is not None:
+        return f" of at most {show(high)}"
+    return ""
+
+
+def check_prompt_text(text, max_chars: int | None = None, what: str = "The prompt") -> str:
+    """Text the tokenizers can take: a string, valid Unicode (no unpaired surrogates, which is what
+    invalid UTF-8 bytes on a command line become), at most max_chars characters. Emoji, right-to-left
+    text and control characters are valid and pass unchanged."""
+    if not isinstance(text, str):
+        raise InvalidSettingsError(f"{what} must be text (got {type(text).__name__})")
+    if max_chars is not None and len(text) > max_chars:
+        raise InvalidSettingsError(f"{what} is {len(text):,} characters; this deployment accepts at most "
+                                   f"{max_chars:,}: shorten it")
+    bad = next((i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff"), None)
+    if bad is not None:
+        code = ord(text[bad])
+        if 0xDC80 <= code <= 0xDCFF:  # how Python keeps a byte that is not UTF-8 (surrogateescape)
+            raise InvalidSettingsError(f"{what} is not valid UTF-8 (byte 0x{code - 0xDC00:02x} at character "
+                                       f"{bad + 1}): save or paste it as UTF-8 text")
+        raise InvalidSettingsError(f"{what} contains an unpaired surrogate (U+{code:04X} at character {bad + 1}), "
+                                   "which is not valid text: paste it again as plain text")
+    return text
+
+
+def check_model_name(name, what: str = "Model name") -> str:
+    if name is None:
+        return ""
+    if not isinstance(name, str):
+        raise InvalidSettingsError(f"{what} must be text (got {type(name).__name__})")
+    if len(name) > MODEL_NAME_MAX_CHARS:
+        raise InvalidSettingsError(f"{what} is {len(name)} characters long; a model name or path has at most "
+                                   f"{MODEL_NAME_MAX_CHARS}")
+    return check_prompt_text(name, what=what)
+
+
+# --- deployment limits (the web app) ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request to the app may ask for. None switches a limit off."""
+
+    queue_size: Optional[int] = None  # requests waiting in the queue; more are turned away ("queue is full")
+    max_new_tokens: int = 512  # per run: Generate, Race and every sweep run
+    max_sweep_points: int = 256  # drafts x K values x temperatures in one sweep
+    max_repeats: int = 40  # timed repeats (paired draws) per speedup measurement
+    run_budget_s: Optional[float] = None  # a Generate/Race/Sweep run stops with a message after this
+    max_prompt_chars: int = 100_000
+    sessions: int = 10_000  # browser sessions whose state is kept in memory (oldest dropped)
+    model_cache_gb: Optional[float] = None  # loaded models kept in memory; None: automatic (loading.py)
+
+
+LOCAL = Limits()
+PUBLIC = Limits(queue_size=24, max_new_tokens=256, max_sweep_points=48, max_repeats=12, run_budget_s=120.0,
+                max_prompt_chars=8_000, sessions=64, model_cache_gb=None)
+
+ENVIRONMENT = {  # field -> (variable, type)
+    "queue_size": ("SPECDEC_QUEUE_SIZE", int),
+    "max_new_tokens": ("SPECDEC_MAX_NEW_TOKENS", int),
+    "max_sweep_points": ("SPECDEC_MAX_SWEEP_POINTS", int),
+    "max_repeats": ("SPECDEC_MAX_REPEATS", int),
+    "run_budget_s": ("SPECDEC_RUN_BUDGET_S", float),
+    "max_prompt_chars": ("SPECDEC_MAX_PROMPT_CHARS", int),
+    "sessions": ("SPECDEC_SESSIONS", int),
+    "model_cache_gb": ("SPECDEC_MODEL_CACHE_GB", float),
+}
+OPTIONAL = {"queue_size", "run_budget_s"}  # 0 (or "none", "off") switches these off
+MINIMUM = {"max_new_tokens": 1, "max_sweep_points": 1, "max_repeats": 3, "max_prompt_chars": 1, "sessions": 1}
+AUTOMATIC = {"model_cache_gb"}  # "auto" (the default) lets the engine choose
+
+
+def is_public(env: Mapping[str, str]) -> bool:
+    """A Hugging Face Space (SPACE_ID set) or SPECDEC_PUBLIC=1; SPECDEC_PUBLIC=0 overrides a Space."""
+    flag = (env.get("SPECDEC_PUBLIC") or "").strip().lower()
+    if flag:
+        return flag in {"1", "true", "yes", "on"}
+    return bool(env.get("SPACE_ID"))
+
+
+def limits_from_env(env: Mapping[str, str], public: bool | None = None) -> Limits:
+    """The defaults for this kind of deployment, each overridden by its SPECDEC_* variable."""
+    base = PUBLIC if (is_public(env) if public is None else public) else LOCAL
+    changes = {}
+    for name, (variable, kind) in ENVIRONMENT.items():
+        raw = (env.get(variable) or "").strip()
+        if raw:
+            changes[name] = parse_limit(name, raw, kind, variable)
+    return replace(base, **changes)
+
+
+def parse_limit(name: str, raw: str, kind, source: str):
+    """One limit from text; a bad value is an InvalidSettingsError naming its source (flag or variable)."""
+    if (name in OPTIONAL and raw.lower() in {"0", "none", "off"}) or (name in AUTOMATIC and raw.lower() == "auto"):
+        return None
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise InvalidSettingsError(f"{source} must be a number (got {raw!r})") from None
+    low = MINIMUM.get(name, 0)
+    if not math.isfinite(value) or value < low or (name in OPTIONAL | AUTOMATIC and value <= 0):
+        raise InvalidSettingsError(f"{source} must be a finite number of at least {low} (got {raw!r})")
+    return value
+
+
+def describe(limits: Limits) -> str:
+    """One line for the log: every limit and its value."""
+    return ", ".join(f"{f.name}={getattr(limits, f.name)}" for f in fields(limits))
+
+
+_current = LOCAL
+
+
+def configure(limits: Limits) -> Limits:
+    """Sets the process-wide limits the app's callbacks check (launch.serve calls it once)."""
+    global _current
+    _current = limits
+    return limits
+
+
+def current() -> Limits:
+    return _current
+
+
+def check_max_new_tokens(value, limits: Limits) -> int:
+    return check_integer("Max new tokens", value, 1, limits.max_new_tokens)
+
+
+def check_sweep_size(drafts: int, ks: int, temperatures: int, limits: Limits, schedules: int = 1) -> int:
+    points = drafts * ks * temperatures * schedules
+    if points > limits.max_sweep_points:
+        raise InvalidSettingsError(
+            f"This sweep has {points} points ({drafts} draft(s) x {ks} K value(s) x {temperatures} "
+            f"temperature(s) x {schedules} K schedule(s)); this deployment runs at most "
+            f"{limits.max_sweep_points}: choose fewer values")
+    return points

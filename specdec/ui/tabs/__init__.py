@@ -1,0 +1,2 @@
+"""The app's tabs, each its layout and the callbacks behind it.
+"""

@@ -1,0 +1,2 @@
+"""The app's views of vLLM servers: Generate, Race and Sweep on running servers.
+"""

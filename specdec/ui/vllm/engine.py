@@ -1,0 +1,299 @@
+"""Generate on a running vLLM server: the sidebar's engine choice, and a run streamed, coloured and measured.
+
+The choice lives in the browser session (Session.vllm): Lab.generate hands the run here when it is set, so
+the Generate button, its Stop and its outputs are the lab's own. Tokens stream as vLLM sends them (plain
+until the final chunk brings the request's per-step acceptance), then take their fates, with the lab's
+renderers, cards and plots; what vLLM does not expose (p, q, the draws, rejected drafts' ids) is said so.
+With a baseline server the speedup is measured with specdec/measure/speedup.py's rules.
+
+On a public deployment (SPACE_ID set) users cannot give URLs: only the operator's SPECDEC_VLLM_URL (and
+SPECDEC_VLLM_BASELINE_URL) are used, and without them the vLLM engine is off.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, replace
+from typing import Optional
+
+from specdec.engine.theory import compute_stats
+from specdec.models.memory import format_bytes
+from specdec.ui.session import RunView
+from specdec.ui.throttle import Throttle
+from specdec.ui.views.cards import _card, alpha_note, render_cards
+from specdec.ui.views.plots import run_figures, throughput_figure
+from specdec.ui.views.render import render_status, render_tokens
+from specdec.ui.views.tables import export_trace, steps_dataframe
+from specdec.vllm import engine as vllm_engine
+from specdec.vllm.client import VllmError
+from specdec.vllm.launcher import record_for
+from specdec.vllm.report import NOT_AVAILABLE, alignment_text, counters_text, run_record, vllm_figures_text
+from specdec.vllm.server_info import NOT_EXPOSED
+
+import gradio as gr
+
+LAB, VLLM = "SpecDec Lab engine", "vLLM server"
+ENGINES = (LAB, VLLM)
+
+
+@dataclass(frozen=True)
+class VllmChoice:
+    url: str
+    baseline: Optional[str] = None
+
+
+def public_deployment() -> bool:
+    return bool(os.environ.get("SPACE_ID"))
+
+
+def operator_urls() -> tuple[str, str]:
+    return os.environ.get("SPECDEC_VLLM_URL", "").strip(), os.environ.get("SPECDEC_VLLM_BASELINE_URL", "").strip()
+
+
+def build_engine_controls(c: dict) -> None:
+    """The sidebar's engine radio and the server URLs (fixed by the operator on a public deployment)."""
+    url, baseline = operator_urls()
+    locked = public_deployment()
+    c["engine"] = gr.Radio(list(ENGINES), value=LAB, label="Engine", elem_id="engine",
+                           interactive=not locked or bool(url),
+                           info="vLLM server: a running vLLM with speculative decoding (docs/vllm.md)")
+    c["vllm_url"] = gr.Textbox(url, label="vLLM server URL", placeholder="http://127.0.0.1:8000",
+                               interactive=not locked, elem_id="vllm-url")
+    c["vllm_baseline_url"] = gr.Textbox(baseline, label="Baseline server URL (same target, no speculation)",
+                                        placeholder="for the measured speedup", interactive=not locked,
+                                        elem_id="vllm-baseline-url")
+    c["engine_note"] = gr.Markdown(engine_note(locked, url), elem_id="engine-note")
+
+
+def engine_note(locked: bool, url: str) -> str:
+    if locked and not url:
+        return "The vLLM engine is off on this deployment (its operator sets SPECDEC_VLLM_URL to turn it on)."
+    if locked:
+        return "vLLM server: set by this deployment's operator."
+    return "`python -m specdec vllm serve --method ngram --baseline` starts a pair and prints their URLs."
+
+
+def choose_engine(session, engine, url, baseline) -> dict:
+    """Records the choice in the session; on a public deployment only the operator's URLs are used."""
+    if engine != VLLM:
+        session.vllm = None
+        return {"engine_note": engine_note(public_deployment(), operator_urls()[0])}
+    if public_deployment():
+        url, baseline = operator_urls()
+        if not url:
+            session.vllm = None
+            return {"engine_note": engine_note(True, ""), "engine": LAB}
+    session.vllm = VllmChoice((url or "").strip(), (baseline or "").strip() or None)
+    return {"engine_note": f"Generate runs on the vLLM server at {session.vllm.url or '(no URL yet)'}"
+                           + (f", measured against {session.vllm.baseline}." if session.vllm.baseline else
+                              " (give a baseline server for a measured speedup).")}
+
+
+FIELDS = ("engine", "vllm_url", "vllm_baseline_url")
+
+
+def record_field(name: str, session, value) -> dict:
+    """One sidebar field changed: the session keeps each field's latest value apart and chooses from all three.
+
+    Each change carries only its own field, so the order the changes arrive in does not matter: three changes
+    made in quick succession travel as separate requests, and one reading all three fields as they were when it
+    fired could arrive last and leave the session without the baseline the page shows."""
+    session.engine_fields[name] = value
+    fields = session.engine_fields
+    return choose_engine(session, fields.get("engine", LAB), fields.get("vllm_url", ""),
+                         fields.get("vllm_baseline_url", ""))
+
+
+def wire_engine_controls(on, c: dict, session) -> None:
+    """Each of the three fields' changes records that field alone (record_field); the URL fields record again when
+    they lose focus, by then with their settled value (a change sent while a pasted value was still being stored
+    could carry the field's previous one)."""
+    outputs = {"engine_note": c["engine_note"], "engine": c["engine"]}
+    for name in FIELDS:
+        triggers = [c[name].change] + ([c[name].blur] if name != "engine" else [])
+        for trigger in triggers:
+            on(trigger, functools.partial(record_field, name), [session, c[name]], outputs,
+               api_visibility="private", concurrency_id="engine-choice", concurrency_limit=1)
+
+
+# --- a run ------------------------------------------------------------------------------------------
+
+@dataclass
+class VllmView:
+    """A vLLM run's own records, kept with its RunView (RunView.vllm) for the cards, the exports and the report."""
+
+    run: object  # specdec.vllm.engine.VllmRun
+    lead: object  # specdec.vllm.engine.Server
+    baseline: object = None
+    counters: object = None  # the server-wide /metrics counters read after the run (SpecCounters)
+    rss_bytes: Optional[int] = None  # the server's process group's RSS (None: not exposed by its API)
+
+
+def connect_pair(choice: VllmChoice, need_baseline: bool = False):
+    """(lead, baseline or None): the speculative server and the baseline, checked (same target); the Race and the
+    Sweep need the baseline."""
+    if need_baseline and not choice.baseline:
+        raise VllmError("give a baseline server URL in the sidebar (the same target without speculation): "
+                        "`python -m specdec vllm serve --baseline` starts one")
+    lead = vllm_engine.connect(choice.url, speculative=True, record_for=record_for)
+    baseline = None
+    if choice.baseline:
+        baseline = vllm_engine.connect(choice.baseline, lead.info.model, speculative=False, record_for=record_for)
+        vllm_engine.check_same_model(lead, baseline)
+    return lead, baseline
+
+
+def connect_baseline(choice: VllmChoice):
+    """The sidebar's baseline server alone (the vLLM Sweep starts its speculative servers itself)."""
+    if not choice.baseline:
+        raise VllmError("give a baseline server URL in the sidebar (the target without speculation): the vLLM sweep "
+                        "measures each server it starts against it (`python -m specdec vllm serve --method none`)")
+    return vllm_engine.connect(choice.baseline, speculative=False, record_for=record_for)
+
+
+def server_settings(lead, settings):
+    """The settings a vLLM run uses: K is the server's (fixed when it started)."""
+    if settings.k_schedule != "constant":
+        raise VllmError("a vLLM server's K is fixed when it starts: choose the constant K schedule")
+    return replace(settings, k=lead.info.k or settings.k)
+
+
+def generate(lab, session, prompt, settings, chat: bool = True):
+    """Generator of {output: value} updates (Lab.generate's, for a vLLM server); errors go to Lab.generate."""
+    choice: VllmChoice = session.vllm
+    yield {"status": render_status(f"Connecting to the vLLM server at {choice.url}…"), "error": ""}
+    lead, baseline = connect_pair(choice)
+    settings = server_settings(lead, settings)
+    ids = vllm_engine.encode(lead, prompt, chat)
+    view = yield from stream(lab, session, lead, ids, prompt, settings)
+    view.vllm.baseline = baseline
+    if view.stopped:
+        yield finish(view, status="Stopped: no speedup is measured for a partial run.")
+        return
+    if baseline is None:
+        yield finish(view, status=f"Done on vLLM ({lead.info.method}, K={lead.info.k}). Give a baseline server URL "
+                                  f"for a measured speedup.")
+        return
+    yield finish(view, note="measuring…", status="Measuring the speedup against the baseline server…")
+    for view.estimate in vllm_engine.measure_speedup(lead, baseline, ids, settings, cache=session.measurements,
+                                                    policy=lab.policy, should_stop=lambda: session.stop_requested):
+        if not view.estimate.final:
+            yield {"cards": view_cards(view), "status": render_status(f"Measuring: {view.estimate.describe()}…")}
+    m = session.measurements[vllm_engine.measurement_key(lead, baseline, ids, settings)]
+    view.measured, view.baseline = m.lead_result, m.follow_result
+    yield finish(view, status=f"Done. Speedup vs the baseline server: {view.estimate.describe()}.")
+
+
+def stream(lab, session, lead, ids, prompt, settings):
+    """Streams the completion (plain tokens until vLLM's record arrives); returns its RunView."""
+    gen, tokens = vllm_engine.stream_run(lead, ids, settings), Throttle(lab.token_interval_s)
+    events, run, stopped = [], None, False
+    while True:
+        try:
+            events = next(gen)
+        except StopIteration as stop:
+            run = stop.value
+            break
+        if session.stop_requested:
+            gen.close()
+            stopped = True
+            break
+        if tokens.ready():
+            yield {"tokens": render_tokens(events, prompt, streaming=True, step_marks=False),
+                   "cards": render_cards(compute_stats(events)),
+                   "status": render_status("Streaming from vLLM: fates arrive with its final chunk…")}
+    if run is None:  # stopped: show what arrived, uncoloured
+        run = _partial(lead, ids, settings, events)
+    session.last_run = RunView(prompt, run.result.events, run.result, stopped=stopped, vllm=VllmView(run, lead))
+    return session.last_run
+
+
+def _partial(lead, ids, settings, events):
+    from specdec.vllm.fates import Alignment, run_result
+
+    result = run_result(events, ids, sum(e.other_time_s for e in events), settings, lead.info.model, lead.label)
+    return vllm_engine.VllmRun(result, Alignment((), (), False), None, None)
+
+
+def memory_card(rss_bytes: Optional[int]) -> str:
+    """The server's resident memory where the lab's launcher started it on this machine, else not exposed."""
+    if rss_bytes is None:
+        return _card("Memory (vLLM server)", "–", f"{NOT_EXPOSED} (the lab reads a server's RSS only where its "
+                     "launcher started it, on this machine)", "memory")
+    return _card("Memory (vLLM server)", format_bytes(rss_bytes), "resident memory of the server's processes (API "
+                 "server, engine core, workers), from /proc; the draft's share is not exposed", "memory")
+
+
+def view_cards(view: RunView, note: str = "") -> str:
+    """The lab's cards (acceptance rate with α, tokens per target forward, tokens/s, the measured speedup) and
+    vLLM's: its own figures, the server-wide counters, what the server runs, what it does not expose."""
+    v = view.vllm
+    html = render_cards(view.result.metrics, view.estimate, None, note, "", alpha_note(view.events),
+                        memory_card=memory_card(v.rss_bytes))
+    length = (v.run.spec or {}).get("mean_acceptance_length")
+    extra = [_card("vLLM mean acceptance length", "–" if length is None else f"{length:.2f}",
+                   vllm_figures_text(v.run.spec), "vllm"),
+             _card("vLLM server counters (/metrics)", "–" if v.counters is None or v.counters.mean_acceptance_length
+                   is None else f"{v.counters.mean_acceptance_length:.2f}", counters_text(v.counters),
+                   "vllm_counters"),
+             _card("vLLM server", f"{v.lead.info.method}, K={v.lead.info.k}", v.lead.info.describe(), "vllm_server"),
+             _card("Not available from vLLM", "p, q, draws", f"{NOT_AVAILABLE}. {alignment_text(v.run.alignment)}",
+                   "vllm_missing")]
+    return html[: -len("</div>")] + "".join(extra) + "</div>"
+
+
+def finish(view: RunView, note: str = "", status: str = "") -> dict:
+    """Everything about a finished (or stopped) vLLM run: tokens, cards (with the server's counters and memory read
+    now), plots, steps table and the exports (CSV / JSON trace with vLLM's record)."""
+    v = view.vllm
+    v.counters, v.rss_bytes = _read_safely(vllm_engine.server_counters, v.lead), vllm_engine.server_rss_bytes(v.lead)
+    record = run_record(v.run, v.lead, v.baseline, v.counters, v.rss_bytes)
+    view.exports = export_trace(view.result, measurement=view.estimate, baseline=view.baseline, extra=record)
+    figures = run_figures(view.events, view.result, view.baseline, None)
+    if view.baseline is not None:
+        figures["plot_throughput"] = throughput_figure(view.measured, view.baseline)
+    return {"tokens": render_tokens(view.events, view.prompt, empty_note="(no tokens)"),
+            "cards": view_cards(view, note), **figures, "steps_table": steps_dataframe(view.events),
+            "exports": view.exports, "status": render_status(status), "error": ""}
+
+
+def _read_safely(read, server):
+    """A figure read after the run; a server gone by then leaves it unknown rather than failing the run."""
+    try:
+        return read(server)
+    except VllmError:
+        return None
+
+
+def inspector_note(event) -> dict:
+    """The inspector for a vLLM run: the step's fates, and no p/q plot (vLLM does not expose them)."""
+    return {"inspect_details": f'<div class="explain">Step {event.index}: {event.k} drafted, {event.num_accepted} '
+                               f'accepted. {NOT_AVAILABLE}.</div>'}
+
+
+HOW_IT_WORKS = """### The same views on vLLM (docs/vllm.md)
+With **Engine: vLLM server** in the sidebar, Generate streams a running vLLM server's tokens and colours each from
+vLLM's per-request record (`per_step_accepted` / `per_step_drafted`): step i gives its accepted drafts, then one
+token of the target's, a correction or a bonus. vLLM's *draft acceptance rate* is the lab's acceptance rate; its
+*mean acceptance length* (1 + accepted / verification steps, bonus included) leaves out the prefill's token and
+steps that drafted nothing. p, q and the draws are not exposed by vLLM, so the inspector shows none. The Race
+runs the speculative server's completion, then the baseline server's, and measures the speedup; the Sweep starts one
+server per draft and K (minutes each on a CPU), measures each against the baseline server and stops it.
+
+Measured on this project's 2-core Intel Xeon (AMX), shared with other work, six held-out prompts, 64 tokens,
+greedy, K = 3, float32, the zoo's draft exported for vLLM (`experiments/compare_vllm.py`):
+
+| | lab engine | vLLM `draft_model` |
+|---|---|---|
+| mean acceptance length (1 + accepted / verification steps) | 1.88 | 1.89 |
+| acceptance at draft positions 1 / 2 / 3 | 0.53 / 0.23 / 0.12 | 0.54 / 0.24 / 0.12 |
+| output tokens identical | | 6 of 6 prompts |
+
+The small differences come from the end of a request: the lab never drafts past max new tokens, vLLM always
+drafts K and cuts.
+
+Target only, batch 1, quiet machines: on an AVX-512 EPYC the lab's engine on its own CPU kernels (float16 weights
+streamed on both cores) is 2.16× (2.00–2.27) and 1.86× (1.72–1.91) a vLLM server in bfloat16, 141–155 against
+71–75 tok/s; on torch's kernels it is level (1.05–1.08×), as on the AMX Xeon (1.01–1.10×), where the lab kernels were
+not measured (docs/vllm.md, "Lab engine vs vLLM").
+"""

@@ -1,0 +1,43 @@
+"""The engine card: the path the measured `auto` chose for the target and the figures behind it."""
+from specdec.runners import tuning
+from specdec.runners.tuning import CandidateFigures, TunedPath
+from specdec.ui.callbacks import Lab
+from specdec.ui.session import Session
+from specdec.ui.views.cards import _engine_card
+
+import pytest
+from tests.ui.test_ui_callbacks import ARGS
+from tests.ui_fakes import FakeEngine
+
+
+def measured_path() -> TunedPath:
+    return TunedPath({}, "float32", 1, "fastest", [
+        CandidateFigures("float32", 1, "static, float16 weight copies", 16.5, 54.0, True),
+        CandidateFigures("bfloat16", 1, "static, oneDNN-packed bfloat16 weights", 45.9, 65.7, True,
+                         excluded="its batched rows differ from one-token rows")])
+
+
+def test_the_card_names_the_chosen_path_its_figures_and_the_excluded_ones():
+    card = _engine_card(measured_path())
+    assert 'data-metric="engine"' in card and "float32 · 1 thread" in card
+    assert "step 16.5 ms, verify 54.0 ms" in card and "bfloat16, 1 thread 111.6 ms (excluded: its batched rows" in card
+
+
+@pytest.fixture
+def remembered(monkeypatch):
+    monkeypatch.setattr(tuning, "_CHOSEN", {})
+
+
+def final_cards(lab) -> str:
+    return [u["cards"] for u in lab.generate(Session(), **ARGS) if "cards" in u][-1]
+
+
+def test_a_run_on_a_measured_target_shows_the_engine_card(remembered):
+    tuning.remember(ARGS["target"], measured_path())
+    lab = Lab(FakeEngine(), token_interval_s=0.0, heavy_interval_s=0.0, settle_s=0.0)
+    assert 'data-metric="engine"' in final_cards(lab)
+
+
+def test_a_target_loaded_without_measuring_shows_no_engine_card(remembered):
+    lab = Lab(FakeEngine(), token_interval_s=0.0, heavy_interval_s=0.0, settle_s=0.0)
+    assert 'data-metric="engine"' not in final_cards(lab)

@@ -1,0 +1,44 @@
+"""The app as a newcomer opens it: the default pair (SmolLM2-135M-Instruct, fetched and preloaded at
+start) and the first example stream coloured tokens in a real browser (Debian's chromium, headless); a full run
+of that example, inspector open, is the README's screenshot."""
+from specdec.models import presets
+from specdec.ui.launch import ROOT
+
+import pytest
+from playwright.sync_api import expect
+from tests.ui.test_browser import browser_page
+
+SCREENSHOT = ROOT / "assets" / "screenshot.png"
+expect.set_options(timeout=420_000)  # a fresh machine fetches and converts the model first (1–2 minutes)
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    with browser_page(tmp_path_factory, timeout_ms=420_000) as page:
+        yield page
+
+
+def test_the_default_pair_is_the_real_target(page):
+    expect(page.get_by_label("Target", exact=True)).to_have_value(presets.DEFAULT_TARGET)
+
+
+def test_the_first_example_streams_coloured_tokens_on_the_default_pair(page):
+    page.get_by_text("chat · explain (prose)", exact=True).click()
+    expect(page.locator("#prompt textarea")).to_have_value("Explain photosynthesis in simple terms.")
+    page.locator("#run-btn").click()
+    expect(page.locator("#tokens .tok").first).to_be_visible()
+    expect(page.locator("#tokens")).to_contain_text("light")  # SmolLM2's answer mentions light energy
+    page.locator("#stop-btn").click()
+    expect(page.locator("#gen-status")).to_contain_text("Stopped")
+
+
+def test_screenshot_for_the_readme_shows_the_real_target_and_its_default_draft(page):
+    page.get_by_text("chat · explain (prose)", exact=True).click()
+    page.locator("#run-btn").click()
+    expect(page.locator("#gen-status")).to_contain_text(f"Ran {presets.DEFAULT_TARGET} with draft")
+    page.set_viewport_size({"width": 1440, "height": 1900})
+    page.locator("#tokens .tok-rejected:not(.tok-unchecked)").first.click()
+    expect(page.locator("#inspect-plot .js-plotly-plot")).to_be_visible()
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str(SCREENSHOT))
+    assert SCREENSHOT.stat().st_size > 50_000
