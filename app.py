@@ -1,7 +1,8 @@
 """SpecDec Lab web app: `python app.py` serves on http://127.0.0.1:7860 (see --help).
 
-Flags: --host, --port, --share (or SPECDEC_HOST, SPECDEC_PORT, SPECDEC_SHARE). On a Hugging Face
-Space this file is the app_file; the defaults then follow the Space's GRADIO_SERVER_NAME/PORT.
+Flags: --host, --port, --share (or SPECDEC_HOST, SPECDEC_PORT, SPECDEC_SHARE; every SPECDEC_* variable:
+docs/configuration.md). On a Hugging Face Space this file is the app_file; the defaults then follow the Space's
+GRADIO_SERVER_NAME/PORT.
 """
 import logging
 import os

@@ -15,10 +15,10 @@ import time
 
 import specdec  # noqa: F401  (first: the package sets the process up before torch starts)
 from specdec import DecodeSettings, load_model
-from specdec.drafters.registry import load_drafter
 from specdec.measure.speedup import Measurement, Policy, engine_contestants, measure
 from specdec.models.prompting import encode_prompt
 from specdec.planning.choice import AUTO, AUTO_K_MAX
+from specdec.planning.run import load_drafter
 
 # two held-out chat prompts (training/zoo/prompts.py's held-out templates and topics, not the cards' own two),
 # and one where every drafter loses (the drafters were trained on English answers)

@@ -15,10 +15,10 @@ import statistics
 
 import specdec  # noqa: F401  (first: the package sets the process up before torch starts)
 from specdec import DecodeSettings, load_model
-from specdec.drafters.registry import load_drafter
 from specdec.engine.theory import step_seconds
 from specdec.models.prompting import encode_prompt
 from specdec.planning.choice import AUTO, AUTO_K_MAX
+from specdec.planning.run import load_drafter
 
 
 def main() -> None:

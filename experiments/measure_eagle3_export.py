@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 
+from specdec.drafters.eagle import load_eagle_head
 from specdec.drafters.heads import rope_tables
-from specdec.drafters.shipped_build import drafter_dir, load_eagle_head
+from specdec.drafters.shipped import drafter_dir
 from specdec.vllm.export import export_draft
 from specdec.vllm.export_eagle3 import vllm_draft, vllm_fuse
 

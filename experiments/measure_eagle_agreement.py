@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from specdec.drafters.eagle import load_eagle_head
 from specdec.drafters.heads import EagleHead, rope_tables
-from specdec.drafters.shipped_build import drafter_dir, load_eagle_head
+from specdec.drafters.shipped import drafter_dir
 
 import torch
 import torch.nn.functional as F

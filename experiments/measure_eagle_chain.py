@@ -18,7 +18,7 @@ between the two splits is how much of a head's acceptance is memory of its data 
 `--split asked` measures on instructions the target writes itself (training/zoo/asked.py) with seed 1, kind "asked":
 profile eagle3-asked trained on seed 0's, and any of those (read from its work folder when present) are left out.
 `--vocabularies context,draft` measures each head twice: drafting from its draft vocabulary plus the text's ids (as the
-zoo's heads do, drafters._HeadRows; "context") and from its draft vocabulary alone ("draft", as they did before).
+zoo's heads do, drafters.HeadRows; "context") and from its draft vocabulary alone ("draft", as they did before).
 """
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ import json
 from pathlib import Path
 
 from specdec import DecodeSettings, generate
-from specdec.drafters.shipped_build import build_eagle, drafter_dir
+from specdec.drafters.eagle import build_eagle
+from specdec.drafters.shipped import drafter_dir
 from specdec.engine.tree import TreeShape
 from specdec.models.loading import load_model
 

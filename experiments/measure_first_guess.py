@@ -31,7 +31,8 @@ import argparse
 import random
 from pathlib import Path
 
-from specdec.drafters.shipped_build import drafter_dir, load_eagle_head
+from specdec.drafters.eagle import load_eagle_head
+from specdec.drafters.shipped import drafter_dir
 from specdec.models.loading import load_model
 
 import torch

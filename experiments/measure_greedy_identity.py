@@ -13,7 +13,8 @@ import argparse
 
 import specdec  # noqa: F401  (first: the package sets the process up before torch starts)
 from specdec import DecodeSettings, generate
-from specdec.drafters.shipped import EAGLE_TREE, NAMES
+from specdec.drafters.eagle import EAGLE_TREE
+from specdec.drafters.registry import NAMES
 from specdec.runners import packed_weights
 
 from training.zoo.data import chat_ids

@@ -15,7 +15,8 @@ import argparse
 import statistics
 from pathlib import Path
 
-from specdec.drafters.shipped_build import drafter_dir, load_eagle_head
+from specdec.drafters.eagle import load_eagle_head
+from specdec.drafters.shipped import drafter_dir
 from specdec.models.loading import load_model
 
 from training.zoo import prompts as P

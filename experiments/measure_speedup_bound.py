@@ -19,7 +19,9 @@ import argparse
 
 import specdec  # noqa: F401  (first: the package sets the process up before torch starts)
 from specdec import DecodeSettings, generate
-from specdec.drafters.shipped import EAGLE3_TREE, EAGLE_TREE, NAMES
+from specdec.drafters.eagle import EAGLE_TREE
+from specdec.drafters.eagle3 import EAGLE3_TREE
+from specdec.drafters.registry import NAMES
 from specdec.engine.theory import median, target_forward_s
 from specdec.measure.sweep import parse_ks
 

@@ -19,12 +19,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = REPO_ROOT
 from specdec.models import presets
+from specdec.paths import REPO_ROOT
 from specdec.ui.launch import app_process
 from specdec.ui.layout import EXAMPLES
 
 from gradio_client import Client
+
+ROOT = REPO_ROOT
 
 OUTPUTS = ["status", "error", "cleanup", "tokens", "cards", "plot_acceptance", "plot_lengths", "plot_throughput",
            "plot_memory", "steps_table", "exports"]

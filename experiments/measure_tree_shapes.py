@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from specdec.drafters.shipped_build import build_eagle
+from specdec.drafters.eagle import build_eagle
 from specdec.engine.tree import TreeShape, depths, greedy_path
 from specdec.models.loading import load_model
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from specdec import config
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ASSETS_DIR = REPO_ROOT / "assets"
 BUNDLED_MODELS_DIR = ASSETS_DIR / "models"  # the lab family, shipped with the code
@@ -25,7 +27,8 @@ def persistent_storage() -> Path | None:
 
 def cache_dir() -> Path:
     """SPECDEC_CACHE; else a Space's persistent storage (/data/specdec); else ~/.cache/specdec."""
-    if os.environ.get("SPECDEC_CACHE"):
-        return Path(os.environ["SPECDEC_CACHE"]).expanduser()
+    configured = config.get("SPECDEC_CACHE")
+    if configured is not None:
+        return configured
     storage = persistent_storage()
     return storage / "specdec" if storage is not None else Path("~/.cache/specdec").expanduser()

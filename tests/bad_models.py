@@ -6,7 +6,6 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
-from tests.tiny_models import build_model, save, tiny_config
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import (
     BertConfig,
@@ -17,6 +16,8 @@ from transformers import (
     ViTConfig,
     ViTModel,
 )
+
+from tests.tiny_models import build_model, save, tiny_config
 
 WEIGHTS = "model.safetensors"
 

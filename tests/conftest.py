@@ -1,10 +1,7 @@
 import os
 import re
-import sys
-from pathlib import Path
 
 import pytest
-
 import torch
 
 # Tests drive thousands of tiny forwards; one intra-op thread avoids pool hand-offs dominating them.

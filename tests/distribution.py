@@ -21,8 +21,9 @@ from typing import Callable
 from specdec import DecodeSettings, Generation
 
 import torch
-from tests.stats import MIN_EXPECTED, chi_square_p_value
 from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+from tests.stats import MIN_EXPECTED, chi_square_p_value
 
 # The warping cases every sampling path is tested at. Values are chosen on TableModel.random(V=6,
 # seed=0) so that the wrong orders (top-p before top-k, temperature after top-p) change the law in

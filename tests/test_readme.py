@@ -28,3 +28,19 @@ def test_set_up_gives_one_app_command_and_one_test_command():
 
 def test_ci_script_runs_pytest():
     assert "pytest" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_layout_block_names_every_package_folder_and_only_paths_that_exist():
+    """README's "## Layout" block against the tree: each line starts with a path from the repository root. Every
+    folder under specdec/ that holds Python modules (plus runners/native/, the C kernels) and every top-level part
+    of the project must be named, and every path named must exist, so a new package folder, or a moved one, fails."""
+    layout = README.split("\n## Layout", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```text\n(.*?)\n```", layout, re.S).group(1)
+    named = [line.split()[0] for line in block.splitlines() if line.strip()]
+    assert [path for path in named if not (ROOT / path).exists()] == []
+    listed = {path.rstrip("/") for path in named}
+    packages = {folder.relative_to(ROOT).as_posix() for folder in (ROOT / "specdec").rglob("*")
+                if folder.is_dir() and any(folder.glob("*.py"))}
+    required = packages | {"specdec", "specdec/runners/native", "app.py", "training", "experiments", "assets",
+                           "tests", "docs"}
+    assert sorted(required - listed) == []

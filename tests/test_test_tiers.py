@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import tests.conftest as conftest
+
 TESTS = Path(__file__).resolve().parent
 
 

@@ -181,10 +181,10 @@ class FakeEngine:
     def encode_prompt(self, model, text, chat=True):
         return model.encode(text)
 
-    def Generation(self, target, draft, ids, settings, ignore_eos=False):  # noqa: N802 (the engine's class)
+    def start(self, target, draft, ids, settings, ignore_eos=False):
         gen = FakeGeneration(target, draft, ids, settings, ignore_eos=ignore_eos)
         self.generations.append(gen)
         return gen
 
     def generate(self, target, draft, ids, settings):
-        return self.Generation(target, draft, ids, settings).result()
+        return self.start(target, draft, ids, settings).result()

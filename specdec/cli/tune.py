@@ -2,6 +2,7 @@
 (tuning.py), as a table with the figures behind it."""
 from __future__ import annotations
 
+from specdec.cli import shared
 from specdec.runners.tuning import CONTEXT, PROBE_K, REPEATS, TunedPath, cache_file, tuned_path
 
 
@@ -22,8 +23,9 @@ def format_path(path: TunedPath) -> str:
     return "\n".join(lines)
 
 
-
-def add_tune_arguments(parser) -> None:
+def add_parser(commands) -> None:
+    parser = commands.add_parser("tune", help="show (--refresh: measure again) the fastest exact path `auto` chose "
+                                 "for a model on this machine")
     parser.add_argument("--target", default=None, help="bundled name, fetchable name, hub id or folder "
                         "(default: the app's default target)")
     parser.add_argument("--device", default="cpu", help="cpu (the measured auto is a CPU choice)")
@@ -31,7 +33,7 @@ def add_tune_arguments(parser) -> None:
     parser.add_argument("--trust-remote-code", action="store_true", help="run model code from the hub (off by default)")
 
 
-def run_tune(args, out=print, err=lambda message: None) -> int:
+def run(args, out=print, err=shared.err) -> int:
     """Shows the cached choice for the target on this machine (measuring it if there is none; --refresh: always)."""
     from specdec.errors import InvalidSettingsError
     from specdec.models import presets

@@ -1,14 +1,14 @@
-"""The CLI's vLLM parts: `python -m specdec vllm serve|stop` and `generate --engine vllm --vllm-url URL`.
+"""The CLI's vLLM parts: `python -m specdec vllm serve|stop|sweep|setup` and `generate --engine vllm --vllm-url URL`.
 
-Registered by specdec/cli/main.py; errors are VllmError (a SpecDecError), so the CLI prints one line on stderr and
-exits 2.
+Registered by specdec/cli/main.py (generate.py adds the engine arguments); errors are VllmError (a SpecDecError),
+so the CLI prints one line on stderr and exits 2.
 """
 from __future__ import annotations
 
 import json
-import sys
 import time
 
+from specdec.cli.shared import err, parse_ids
 from specdec.engine.events import DecodeSettings
 from specdec.measure.speedup import INTERACTIVE, Policy
 from specdec.vllm import engine as vllm_engine
@@ -17,12 +17,8 @@ from specdec.vllm.launcher import METHODS, ServeSpec, alive, record_for, records
 from specdec.vllm.report import acceptance_lines, run_record, server_lines
 
 
-def err(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def add_vllm_parser(commands) -> None:
-    """`vllm serve` and `vllm stop`."""
+def add_parser(commands) -> None:
+    """`vllm serve`, `vllm stop`, `vllm sweep` and `vllm setup`."""
     vllm = commands.add_parser("vllm", help="start / stop vLLM servers for the lab (docs/vllm.md)")
     sub = vllm.add_subparsers(dest="vllm_command", required=True)
     serve = sub.add_parser("serve", help="start a speculative vLLM server (and --baseline: one without)")
@@ -78,7 +74,7 @@ def add_engine_arguments(gen) -> None:
                      help="time exactly this many pairs (6 or more for an interval; default: the app's rule)")
 
 
-def run_vllm(args) -> int:
+def run(args) -> int:
     if args.vllm_command == "stop":
         count = stop_all()
         err(f"Stopped {count} vLLM server{'s' if count != 1 else ''}.")
@@ -182,10 +178,10 @@ def hold(started: list[dict]) -> int:
 
 # --- generate --engine vllm -----------------------------------------------------------------------------
 
-def run_generate_vllm(args, settings: DecodeSettings, parse_ids) -> int:
+def run_generate_vllm(args, settings: DecodeSettings) -> int:
     """Streams one completion from --vllm-url, prints its text (stdout) and its figures (stderr): acceptance
     by position, vLLM's own figures mapped to the lab's, what the server runs and, with --vllm-baseline-url,
-    the measured speedup. parse_ids: the CLI's reader of --prompt-ids (cli.py passes it)."""
+    the measured speedup."""
     if not args.vllm_url:
         raise VllmError("--engine vllm needs --vllm-url (a running vLLM server; `python -m specdec vllm serve` "
                         "starts one)")
@@ -274,4 +270,4 @@ def json_report(done, lead, baseline, estimate) -> dict:
     return report
 
 
-__all__ = ["add_engine_arguments", "add_vllm_parser", "records", "run_generate_vllm", "run_vllm"]
+__all__ = ["add_engine_arguments", "add_parser", "records", "run", "run_generate_vllm"]

@@ -15,11 +15,18 @@ Protocol of one generation, driven by decoding.Generation, with seq = prompt + e
                                  concatenated per position (hidden_request, backend.py)
   propose(seq, k, context)       up to k tokens continuing seq, with their q rows
   rollback(keep)                 forget any own state for positions >= keep (keep = len(seq) - 1 after a step)
+
+A drafter family is a plug-in: one file holding its Drafter subclass, which is its own spec (the class
+attributes `family` and `description`, `specs()` for the named drafters it ships, each a DrafterSpec with
+How it works' title, summary and diagram and a `build`, and `cost_shape()` for the cost model), and one line
+in registry.FAMILIES. docs/drafters.md shows it with an existing family.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, ClassVar, Optional
+
+from specdec.engine.tree import TreeShape
 
 import torch
 
@@ -54,11 +61,55 @@ def hidden_request(drafter) -> bool | tuple[int, ...]:
     return tuple(drafter.target_layers) or True
 
 
+def always() -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class DrafterSpec:
+    """One named drafter a family ships: everything the CLI, the app, How it works and the cost model know of it."""
+
+    name: str  # the same in --draft, the app's draft lists, presets and exports
+    drafter: type  # its family: the Drafter subclass that builds it (registry.FAMILIES)
+    description: str  # one line: what it reads from the target, what it costs
+    build: Callable  # (target: LoadedModel, load_model: Callable) -> Drafter
+    targets: tuple[str, ...] = ()  # target names it was made for; empty: any target
+    title: str = ""  # How it works' heading for it ("EAGLE-2 tree"); empty: the family
+    summary: str = ""  # How it works' sentence on what it reads and proposes (the description is a line of it)
+    diagram: str = ""  # How it works' one-line text diagram of what it reads and proposes
+    tree: Optional[TreeShape] = None  # a tree draft's shape (EAGLE-2); None: it drafts chains
+    available: Callable[[], bool] = always  # False: its weights are not on this machine (not listed)
+    weights: str = ""  # its folder of shipped weights (shipped.drafter_dir), where it has one
+
+    @property
+    def family(self) -> str:
+        return self.drafter.family
+
+
+@dataclass(frozen=True)
+class CostShape:
+    """What a drafter runs per drafted token, relative to its target's shape, for the roofline cost model
+    (measure/cost_model.py): `layers` decoder layers of the target's width (MLP width `intermediate` where it
+    differs), then `head_rows` rows of the head, plus `extra_params` weights read once per call. No network
+    (network=False): a search through the token ids, costing nothing the model prices."""
+
+    layers: int = 0
+    head_rows: Optional[int] = None  # None: the target's whole head
+    extra_params: int = 0
+    intermediate: Optional[int] = None  # None: the target's MLP width
+    one_call: bool = False  # all K tokens from one call (Medusa's heads); otherwise one call per drafted token
+    network: bool = True
+
+
+class NoCostModel(ValueError):
+    """The cost model cannot price this drafter; the message says why and what to choose instead."""
+
+
 class Drafter:
     """Base class with the bookkeeping every drafter shares; subclasses override what they need."""
 
     name: str = "drafter"
-    family: str = "other"  # "draft model" | "prompt lookup" | "early exit" | "medusa" | "eagle" | "re-tokenised"
+    family: ClassVar[str] = "other"  # the family's name, one per registered class (registry.FAMILIES)
     description: str = ""  # one line: what it reads from the target, what it costs
     reads_target_hidden: bool = False
     target_layers: tuple[int, ...] = ()  # reads_target_hidden: the layers whose outputs it reads; (): final norm
@@ -93,10 +144,16 @@ class Drafter:
     def rollback(self, keep: int) -> None:
         pass
 
-    def plan(self, prompt_ids: list[int], settings):
-        """None: this drafter drafts itself. The `auto` drafter (drafters/auto.py) returns (its choice, the drafter
-        it chose or None, the auto schedule's prior) and the run drafts with the drafter it chose."""
-        return None
+    @classmethod
+    def specs(cls) -> list[DrafterSpec]:
+        """The named drafters this family ships (listed by the registry); none: it is built from a model name."""
+        return []
+
+    @classmethod
+    def cost_shape(cls, spec: DrafterSpec, meta: dict, hidden: int) -> CostShape:
+        """What `spec` runs per drafted token (its shipped zoo.json is `meta`; `hidden`: the target's width d),
+        for the cost model."""
+        raise NoCostModel(f"No cost model for {cls.family} drafters ({spec.name}).")
 
     def param_bytes(self) -> int:
         """Parameter bytes this drafter adds on top of the target (shared tensors not counted)."""

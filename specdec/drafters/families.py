@@ -34,13 +34,14 @@ def paragraph(spec, figures: str) -> list[str]:
 
 def families_markdown(folder: Path | None = None) -> str:
     """One paragraph per zoo drafter (description, diagram, its card's figures) after prompt lookup's."""
-    from specdec.drafters.prompt_lookup import SPEC as PROMPT_LOOKUP
-    from specdec.drafters.shipped import SPECS
-    from specdec.drafters.shipped_build import ASSETS
+    from specdec.drafters.prompt_lookup import PromptLookupDrafter
+    from specdec.drafters.registry import BY_NAME, SHIPPED
+    from specdec.drafters.shipped import ASSETS
 
     folder = Path(folder) if folder is not None else ASSETS
-    parts = ["### Drafter families (SmolLM2-135M-Instruct)", "", *paragraph(PROMPT_LOOKUP, PROMPT_LOOKUP_NOTE)]
-    for spec in SPECS:
+    prompt_lookup = BY_NAME[PromptLookupDrafter.name]
+    parts = ["### Drafter families (SmolLM2-135M-Instruct)", "", *paragraph(prompt_lookup, PROMPT_LOOKUP_NOTE)]
+    for spec in SHIPPED:
         parts += ["", *paragraph(spec, _measured(folder, spec.name))]
     parts += ["", "More candidates per target forward (the target's token is often the head's second or third "
               "choice); each extra node is one more row for the target to score, which a GPU hides and this CPU "

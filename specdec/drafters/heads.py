@@ -14,7 +14,6 @@ The draft model and the early-exit adapter are plain Llama decoder layers (see b
 from __future__ import annotations
 
 import copy
-import math
 
 from specdec.runners.packed_weights import linear, linear_weights
 from specdec.runners.static import attention_dtype
@@ -301,11 +300,3 @@ class LayerCache:
             hidden = _mlp(layer, residual + _linear(layer.self_attn.o_proj, out))
         self.length += n
         return hidden[0]
-
-
-def count_params(module: nn.Module) -> int:
-    return sum(p.numel() for p in module.parameters())
-
-
-def log2(x: float) -> float:
-    return math.log(x, 2)

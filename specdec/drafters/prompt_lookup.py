@@ -6,8 +6,7 @@ probability p(d); on rejection draw from p with d removed, renormalised. Exact u
 """
 from __future__ import annotations
 
-from specdec.drafters.base import Drafter, Proposal, ProposalContext, one_hot_rows
-from specdec.drafters.spec import DrafterSpec
+from specdec.drafters.base import CostShape, Drafter, DrafterSpec, Proposal, ProposalContext, one_hot_rows
 
 DEFAULT_MAX_NGRAM = 2  # transformers' max_matching_ngram_size default
 
@@ -39,12 +38,19 @@ class PromptLookupDrafter(Drafter):
         return Proposal(ids, one_hot_rows(ids, self.vocab_limit, self.device) if ids else None)
 
 
+    @classmethod
+    def specs(cls) -> list[DrafterSpec]:
+        return [DrafterSpec(
+            name=cls.name, drafter=cls, description=cls.description, build=_build, title="Prompt lookup",
+            summary="finds the last few generated tokens earlier in the prompt and proposes what followed them "
+                    "there (no weights)",
+            diagram="last n-gram ──▶ match in prompt + output so far ──▶ the K tokens after the match (or none)")]
+
+    @classmethod
+    def cost_shape(cls, spec: DrafterSpec, meta: dict, hidden: int) -> CostShape:
+        """A search through the token ids: nothing the model prices."""
+        return CostShape(network=False)
+
+
 def _build(target, load_model) -> PromptLookupDrafter:
     return PromptLookupDrafter(target.real_vocab_size, target.device)
-
-
-SPEC = DrafterSpec(name=PromptLookupDrafter.name, family=PromptLookupDrafter.family,
-                   description=PromptLookupDrafter.description, build=_build, title="Prompt lookup",
-                   summary="finds the last few generated tokens earlier in the prompt and proposes what followed them "
-                           "there (no weights)",
-                   diagram="last n-gram ──▶ match in prompt + output so far ──▶ the K tokens after the match (or none)")

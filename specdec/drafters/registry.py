@@ -1,37 +1,49 @@
 """Drafters by name: the same names in the CLI (--draft), the UI's draft lists, presets and exports.
 
-A name is either a built-in drafter (builtin_specs: prompt lookup, the trained heads of the draft zoo) or a model
-(bundled name, hub id or folder) that becomes a ModelDrafter, or a ReTokenisedDrafter when its
-tokenizer differs from the target's.
+FAMILIES is the closed set of drafter families: one line each, a Drafter subclass in a file of its own that
+is its own spec (drafters/base.py). A name is either one of the named drafters the families ship (prompt
+lookup, the trained drafters in assets/drafters/) or a model (bundled name, hub id or folder) that becomes a
+draft model (ModelDrafter), or a ReTokenisedDrafter when its tokenizer differs from the target's. `auto` is
+not a drafter but a plan (specdec/planning/), which chooses among these.
 """
 from __future__ import annotations
 
 from typing import Callable, Optional
 
-from specdec.drafters.base import Drafter
-from specdec.drafters.spec import DrafterSpec
+from specdec.drafters.base import Drafter, DrafterSpec
+from specdec.drafters.draft_model import ModelDrafter
+from specdec.drafters.eagle import EagleDrafter
+from specdec.drafters.eagle3 import Eagle3Drafter
+from specdec.drafters.early_exit import EarlyExitDrafter
+from specdec.drafters.medusa import MedusaDrafter
+from specdec.drafters.prompt_lookup import PromptLookupDrafter
+from specdec.drafters.retokenised import ReTokenisedDrafter
 from specdec.errors import IncompatibleModelsError
-from specdec.planning.choice import AUTO, AUTO_DESCRIPTION
 
+FAMILIES: tuple[type[Drafter], ...] = (
+    PromptLookupDrafter,
+    ModelDrafter,
+    ReTokenisedDrafter,
+    EarlyExitDrafter,
+    MedusaDrafter,
+    EagleDrafter,
+    Eagle3Drafter,
+)
+FAMILY_NAMES = frozenset(cls.family for cls in FAMILIES)
+# the families whose drafters score their text's own ids too (draft_vocab.HeadRows; the model cards say so)
+FOLLOWS_TEXT = frozenset(cls.family for cls in FAMILIES if getattr(cls, "follows_text", False))
 
-def build_auto(target, load_model: Optional[Callable] = None) -> Drafter:
-    """The `auto` drafter (drafters/auto.py) for target, choosing among its built-in drafters with a model card."""
-    from specdec.planning.auto_drafter import AutoDrafter
-
-    candidates = [spec for spec in drafter_specs(target.name) if spec.name != AUTO]
-    return AutoDrafter(target, candidates, lambda name: load_drafter(name, target, load_model=load_model))
-
-
-AUTO_SPEC = DrafterSpec(name=AUTO, family="auto", description=AUTO_DESCRIPTION, build=build_auto, title="auto")
+SPECS: tuple[DrafterSpec, ...] = tuple(spec for family in FAMILIES for spec in family.specs())
+BY_NAME = {spec.name: spec for spec in SPECS}
+SHIPPED = tuple(spec for spec in SPECS if spec.weights)  # the trained drafters and their tree drafts
+NAMES = tuple(spec.name for spec in SHIPPED if spec.tree is None)  # the trained drafters (one weights folder each)
+TREES = {spec.name: spec.tree for spec in SHIPPED if spec.tree is not None}
+WEIGHTS = {spec.name: spec.weights for spec in SHIPPED if spec.tree is not None}  # a tree draft -> its head's folder
 
 
 def builtin_specs() -> list[DrafterSpec]:
-    """Every built-in drafter whose weights are on this machine, in the order the app lists them: auto, prompt
-    lookup, then the draft zoo (kept lazy: building the list imports torch modules)."""
-    from specdec.drafters import shipped as zoo
-    from specdec.drafters.prompt_lookup import SPEC as PROMPT_LOOKUP
-
-    return [spec for spec in (AUTO_SPEC, PROMPT_LOOKUP, *zoo.SPECS) if spec.available()]
+    """Every named drafter of FAMILIES whose weights are on this machine, in the order the app lists them."""
+    return [spec for family in FAMILIES for spec in family.specs() if spec.available()]
 
 
 def registered(name: str) -> Optional[DrafterSpec]:
@@ -39,14 +51,15 @@ def registered(name: str) -> Optional[DrafterSpec]:
 
 
 def drafter_specs(target_name: Optional[str] = None) -> list[DrafterSpec]:
-    """Built-in drafters usable with target_name (all of them when None)."""
+    """Named drafters usable with target_name (all of them when None)."""
     return [s for s in builtin_specs() if target_name is None or not s.targets or target_name in s.targets]
 
 
 def load_drafter(name: str, target, *, load_model: Optional[Callable] = None, progress=None) -> Drafter:
     """The drafter called `name`, ready to draft for `target` (a LoadedModel)."""
-    from specdec.models.loading import check_compatible, dtype_name, shared_vocab_size
+    from specdec.models.dtypes import dtype_name
     from specdec.models.loading import load_model as default_load
+    from specdec.models.vocabulary import check_compatible, shared_vocab_size
 
     load_model = load_model or default_load
     spec = registered(name)
@@ -60,9 +73,6 @@ def load_drafter(name: str, target, *, load_model: Optional[Callable] = None, pr
     if progress is not None:
         kwargs["progress"] = progress
     draft = load_model(name, **kwargs)
-    from specdec.drafters.draft_model import ModelDrafter
-    from specdec.drafters.retokenised import ReTokenisedDrafter
-
     try:
         check_compatible(target, draft)
     except IncompatibleModelsError:

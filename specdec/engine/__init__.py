@@ -11,5 +11,6 @@ around it, and the plain records it emits.
   metrics.py    a run's metrics from its events, and memory measurement
   theory.py     the closed-form maths (Leviathan et al.) the schedules and every view share
 
-The engine imports neither gradio nor plotly, nor anything above it (drafters are handed in).
+The engine imports neither gradio nor plotly. It is handed a loaded model (models/) and a drafter (the interface in
+drafters/base.py); which drafter, and `auto`'s plan, are decided above it (drafters/registry.py, planning/).
 """

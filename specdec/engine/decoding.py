@@ -13,9 +13,9 @@ from typing import Iterator, Optional
 
 from specdec.drafters.base import Drafter, ProposalContext, hidden_request
 from specdec.drafters.draft_model import as_drafter
-from specdec.engine.events import DecodeSettings, RunResult, StepEvent, TreeNode
+from specdec.engine.events import DecodeSettings, RunResult, StepEvent, TreeNode, check_settings
 from specdec.engine.metrics import measure_memory, start_memory_probe, summarize
-from specdec.engine.sampling import build_warpers, probabilities, validate
+from specdec.engine.sampling import build_warpers, probabilities
 from specdec.engine.schedules import Decision, KSchedule, make_schedule
 from specdec.engine.trace import drafted_tokens, final_token, top_tokens
 from specdec.engine.tree import shown_nodes
@@ -60,9 +60,9 @@ class Generation:
     Drafter proposes tokens; a LoadedModel is the draft-model drafter (same tokenizer).
     ignore_eos: run on past end-of-text tokens (timing baselines that must match another run's length);
     `eos_ids`, the ids that end the run, is public and may also be emptied before the first step.
-    A drafter whose plan(prompt_ids, settings) returns a plan (the `auto` drafter, drafters/auto.py) is replaced
-    by the drafter it chose, run under the auto schedule from the choice's prior (`choice`: an
-    auto_choice.AutoChoice). schedule: a KSchedule to use instead of settings.k_schedule's (probes, tests).
+    schedule: a KSchedule to use instead of settings.k_schedule's (a plan's auto schedule, probes, tests).
+    label, plan: what the run reports as its draft and the plan that chose it (planning/run.py plans `auto`
+    before a Generation exists); by default the drafter's own name and no plan.
     """
 
     def __init__(
@@ -77,16 +77,14 @@ class Generation:
         top_n: int = 5,
         ignore_eos: bool = False,
         schedule: Optional[KSchedule] = None,
+        label: Optional[str] = None,
+        plan: Optional[dict] = None,
     ):
-        validate(settings)
+        check_settings(settings)
         self.target, self.settings = target, settings
         self.drafter: Optional[Drafter] = as_drafter(target, draft)
-        self.draft_label = self.drafter.name if self.drafter is not None else None
-        self.choice, prior, schedule_name = None, None, settings.k_schedule
-        plan = self.drafter.plan(prompt_ids, settings) if self.drafter is not None else None
-        if plan is not None:  # the auto drafter: run the drafter it chose under the auto schedule
-            self.choice, self.drafter, prior = plan
-            schedule_name = "auto"
+        self.draft_label = label or (self.drafter.name if self.drafter is not None else None)
+        self.plan = plan
         self.sampling = settings.mode == "sampling"
         if self.drafter is not None and self.drafter.greedy_only and self.sampling:
             raise InvalidSettingsError(
@@ -100,7 +98,7 @@ class Generation:
         self.verify_sampled = sampled_verifier
         self.top_n = top_n
         self.eos_ids = () if ignore_eos else target.eos_token_ids
-        self.schedule = schedule or make_schedule(schedule_name, settings.k, prior)
+        self.schedule = schedule or make_schedule(settings.k_schedule, settings.k)
         # a tree drafter drafts trees (tree.py); sampled trees need the real multi-candidate verifier, so a run
         # with another verifier (verifier_faults.py) chains
         self.drafts_tree = self.drafter is not None and self.drafter.tree_shape is not None and (
@@ -144,7 +142,8 @@ class Generation:
             settings=self.settings,
             target_name=self.target.name,
             draft_name=self.draft_label,
-            auto=self.choice.to_dict() if self.choice is not None else None,
+            auto=self.plan,
+            k_schedule=self.schedule.name,
         )
 
     # -- the loop ---------------------------------------------------------------------------

@@ -25,15 +25,20 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal, Optional
 
+from specdec.errors import InvalidSettingsError
+
 Mode = Literal["greedy", "sampling"]
 # How a token emitted by the target got there: "resampled" | "bonus" | "target" (the vocabulary above)
 FinalKind = Literal["resampled", "bonus", "target"]
 StopReason = Literal["eos", "max_new_tokens"]
+# How K may change per step (schedules.py describes each and builds them)
+K_SCHEDULES = ("constant", "heuristic", "confidence", "optimal", "auto")
 
 
 @dataclass(frozen=True)
 class DecodeSettings:
-    """Everything that shapes one generation. 0 / None switch a warper off."""
+    """Everything that shapes one generation. 0 / None switch a warper off. check_settings says which a
+    generation can run."""
 
     max_new_tokens: int = 64
     k: int = 4  # draft length (gamma in Leviathan et al.)
@@ -41,11 +46,32 @@ class DecodeSettings:
     top_k: Optional[int] = None
     top_p: Optional[float] = None
     seed: Optional[int] = 0
-    k_schedule: str = "constant"  # how K may change per step: constant | heuristic | confidence | optimal | auto
+    k_schedule: str = "constant"  # how K may change per step: one of K_SCHEDULES
 
     @property
     def mode(self) -> Mode:
         return "greedy" if self.temperature == 0 else "sampling"
+
+
+def check_settings(settings: DecodeSettings) -> None:
+    """Refuses settings no generation can run, every problem named in one InvalidSettingsError: max new tokens
+    or K below 1, a negative or non-finite temperature, top-k below 0, top-p outside (0, 1], an unknown K
+    schedule. Generation checks them before it loads or runs anything."""
+    problems = []
+    if settings.max_new_tokens < 1:
+        problems.append(f"max_new_tokens must be at least 1 (got {settings.max_new_tokens})")
+    if settings.k < 1:
+        problems.append(f"K must be at least 1 (got {settings.k})")
+    if not 0 <= settings.temperature < float("inf"):  # also refuses nan
+        problems.append(f"temperature must be 0 (greedy) or a positive finite number (got {settings.temperature})")
+    if settings.top_k is not None and settings.top_k < 0:
+        problems.append(f"top-k must be 0 (off) or positive (got {settings.top_k})")
+    if settings.top_p is not None and not 0 < settings.top_p <= 1:
+        problems.append(f"top-p must be in (0, 1] (got {settings.top_p})")
+    if settings.k_schedule not in K_SCHEDULES:
+        problems.append(f"K schedule must be one of {', '.join(K_SCHEDULES)} (got {settings.k_schedule!r})")
+    if problems:
+        raise InvalidSettingsError("; ".join(problems))
 
 
 @dataclass
@@ -198,7 +224,7 @@ class MemoryReport:
 @dataclass(frozen=True)
 class RunMetrics:
     """The one record of a run's figures: final (metrics.summarize: the engine's counters, prefill included in
-    its time) or so far (theory.compute_stats: from the events streamed until now). Counts and times are stored;
+    its time) or so far (theory.live_metrics: from the events streamed until now). Counts and times are stored;
     the ratios below are derived here and nowhere else."""
 
     new_tokens: int
@@ -251,8 +277,9 @@ class RunResult:
     metrics: RunMetrics
     settings: DecodeSettings
     target_name: str = ""
-    draft_name: Optional[str] = None  # None: target-only baseline; "auto": the auto drafter (its choice in `auto`)
-    auto: Optional[dict] = None  # the auto drafter's choice: auto_choice.AutoChoice.to_dict()
+    draft_name: Optional[str] = None  # None: target-only baseline; "auto": planned (its choice in `auto`)
+    auto: Optional[dict] = None  # the `auto` plan's choice: planning.choice.AutoChoice.to_dict()
+    k_schedule: str = ""  # the K schedule that ran (the plan's "auto" for a planned run; else the settings')
 
     def to_dict(self) -> dict:
         return {
@@ -265,4 +292,5 @@ class RunResult:
             "steps": [e.to_dict() for e in self.events],
             "metrics": self.metrics.to_dict(),
             "auto": self.auto,
+            "k_schedule": self.k_schedule,
         }

@@ -35,9 +35,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional
 
+from specdec.engine.events import K_SCHEDULES
 from specdec.engine.theory import expected_tokens_by_position, expected_tokens_per_forward, wilson_upper
 
-SCHEDULES = ("constant", "heuristic", "confidence", "optimal", "auto")
+SCHEDULES = K_SCHEDULES  # their names, defined once with the settings that name them (events.py)
 CONFIDENCE_THRESHOLD = 0.4  # transformers' default assistant_confidence_threshold
 ALPHA_PRIOR = (7.0, 3.0)  # optimal: Beta prior on alpha (accepted, rejected pseudo-counts) before evidence
 OFF_BELOW = 1.0  # auto: speculation goes off when the best predicted speedup falls below this
@@ -50,7 +51,7 @@ ALPHA_WINDOW = 64  # auto: the running alpha's evidence is the last this many ev
 OFF_Z = 1.0  # auto: speculation that is on goes off only when alpha at the upper end of its Wilson score interval
 # (this many standard errors; the prior counted as its strength in drafts) predicts no speedup at any K either: a few
 # early rejections where speculation pays leave that bound high (3 in a row after a prior of 0.55: 0.44), while a
-# fixed count of drafts (8 until 2026-12-05) made every losing run pay for 8 rejected drafts (docs/benchmarks.md)
+# fixed count of drafts would make every losing run pay for that many rejected drafts (docs/benchmarks.md)
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,9 @@ class CostPrior:
 
 
 class KSchedule:
-    name = "constant"
+    """The interface every K schedule keeps: next_k() before a step, update(...) after it."""
+
+    name = ""
     stop_below: Optional[float] = None  # passed to the drafter (confidence schedule only)
     decision: Optional[Decision] = None  # set by schedules that decide more than K (auto)
 
@@ -87,10 +90,19 @@ class KSchedule:
         self.k_max = k_max
 
     def next_k(self) -> int:
-        return self.k_max
+        raise NotImplementedError
 
     def update(self, drafted: int, evaluated: int, accepted: int, draft_time_s: float, verify_time_s: float) -> None:
         pass
+
+
+class ConstantSchedule(KSchedule):
+    """K every step."""
+
+    name = "constant"
+
+    def next_k(self) -> int:
+        return self.k_max
 
 
 class HeuristicSchedule(KSchedule):
@@ -109,7 +121,7 @@ class HeuristicSchedule(KSchedule):
         self.k = min(self.k_max, self.k + 2) if accepted == drafted else max(1, self.k - 1)
 
 
-class ConfidenceSchedule(KSchedule):
+class ConfidenceSchedule(ConstantSchedule):
     name = "confidence"
     stop_below = CONFIDENCE_THRESHOLD
 
@@ -273,7 +285,7 @@ class AutoSchedule(OptimalSchedule):
         self.step_times.setdefault(k, []).append(draft_time_s + verify_time_s)
 
 
-_CLASSES = {cls.name: cls for cls in (KSchedule, HeuristicSchedule, ConfidenceSchedule, OptimalSchedule, AutoSchedule)}
+_CLASSES = {cls.name: cls for cls in (ConstantSchedule, HeuristicSchedule, ConfidenceSchedule, OptimalSchedule, AutoSchedule)}
 
 
 def make_schedule(name: str, k_max: int, prior: Optional[CostPrior] = None) -> KSchedule:

@@ -231,7 +231,7 @@ def run_record(events, wall_time_s: float, *, target_forwards: int | None = None
         other_time_s=sum(e.other_time_s for e in events), **measured)
 
 
-def compute_stats(events) -> RunMetrics:
+def live_metrics(events) -> RunMetrics:
     """Live figures from the events so far: one step is one target forward, the engine time is the steps' own
     (prefill not counted)."""
     return run_record(events, sum(step_seconds(e) for e in events))

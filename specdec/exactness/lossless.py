@@ -15,13 +15,13 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Optional
 
-from specdec.engine.decoding import Generation
 from specdec.engine.events import DecodeSettings
 from specdec.errors import InvalidSettingsError
 from specdec.exactness.chi_square import chi_square_p_value, total_variation
 from specdec.exactness.first_tokens import OTHER, FirstTokens, TargetLaw
 from specdec.exactness.verifier_faults import REAL, choose_verifier
 from specdec.models.dtypes import dtype_name
+from specdec.planning.run import start
 
 import torch
 
@@ -115,7 +115,7 @@ def compare_greedy(target, drafter, prompt_ids: list[int], settings: DecodeSetti
                    should_stop: Callable[[], bool] = lambda: False) -> Iterator[Progress]:
     """Generator: both greedy runs with the settings' K, schedule and max new tokens; returns a GreedyCheck."""
     greedy = replace(settings, temperature=0.0)
-    runs = [Generation(target, drafter, prompt_ids, greedy, top_n=2), Generation(target, None, prompt_ids, greedy,
+    runs = [start(target, drafter, prompt_ids, greedy, top_n=2), start(target, None, prompt_ids, greedy,
                                                                                   top_n=2)]
     stopped = False
     for run in runs:
@@ -186,7 +186,7 @@ def check_sampling(target, drafter, prompt_ids: list[int], settings: DecodeSetti
         raise InvalidSettingsError(f"{drafter.name} drafts trees, which this check cannot replay (it draws chain steps); "
                                    "tests/engine/test_tree_sampling.py checks sampled tree steps with a chi-square test. Check "
                                    "the same head drafting chains instead (for the zoo's trees: smollm2-135m-eagle)")
-    gen = Generation(target, drafter, prompt_ids, settings, sampled_verifier=choice.verifier, top_n=0)
+    gen = start(target, drafter, prompt_ids, settings, sampled_verifier=choice.verifier, top_n=0)
     first = FirstTokens(gen, tokens)
     law = yield from as_progress("exact law", first.build_law(draws, should_stop))
     if law is None:

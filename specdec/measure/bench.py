@@ -18,12 +18,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Optional
 
-from specdec.engine.decoding import generate
 from specdec.engine.events import DecodeSettings, MemoryReport
 from specdec.engine.metrics import memory_summary
 from specdec.errors import InvalidSettingsError
 from specdec.measure.speedup import Pair, Timing, estimate
 from specdec.models.dtypes import dtype_name
+from specdec.planning.run import generate
 from specdec.runners.threads import forward_threads
 
 import torch

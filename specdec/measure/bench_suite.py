@@ -150,11 +150,11 @@ def format_suite(report: SuiteReport) -> str:
 
 
 def run_suite(args, prompt_ids: Callable) -> int:
-    """The CLI's `bench --suite` (cli.py parses the arguments and passes its prompt_ids(args, target))."""
+    """The CLI's `bench --suite` (specdec/cli/bench.py parses the arguments and passes its prompt_ids(args, target))."""
     from functools import partial
 
-    from specdec.drafters.registry import load_drafter
     from specdec.models.loading import load_model
+    from specdec.planning.run import load_drafter
 
     load = partial(load_model, trust_remote_code=args.trust_remote_code)
     target = load(args.target, device=args.device, dtype=args.dtype)

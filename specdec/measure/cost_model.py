@@ -166,24 +166,16 @@ class DraftShape:
         return k * forward_cost(self.network, device, dtype, 1, context).time_s
 
 
-def zoo_shape(name: str, family: str, meta: dict, target: Network) -> DraftShape:
-    """The draft zoo's drafters (specdec/zoo) on their target's shape: what each runs per drafted token."""
-    d, vocab = target.hidden, meta.get("data", {}).get("draft_vocab", target.head_rows)
-    if family == "draft model":  # its own layers, then the draft-vocabulary head rows
-        return DraftShape(name, family, replace(target, name=name, layers=meta["layers"], head_rows=vocab))
-    if family == "early exit":  # the target's first layers + adapter layers, the draft-vocabulary head rows
-        return DraftShape(name, family, replace(target, name=name, layers=meta["exit_layer"] + meta["adapter_layers"],
-                                                head_rows=vocab))
-    if family == "medusa":  # residual blocks (d×d + bias) on one feature, the draft-vocabulary head rows for K
-        blocks = meta["heads"] * (d * d + d)
-        return DraftShape(name, family, replace(target, name=name, layers=0, head_rows=vocab, extra_params=blocks),
-                          one_call=True)
-    if family == "eagle":  # fc([feature; embedding]) 2d -> d, its decoder layer(s) (EAGLE-3: a narrower MLP), the
-        # draft-vocabulary head rows; an EAGLE-3 head's fusion runs once per verified position, not per drafted token
-        return DraftShape(name, family, replace(target, name=name, layers=meta.get("layers", 1), head_rows=vocab,
-                                                intermediate=meta.get("intermediate_size") or target.intermediate,
-                                                extra_params=2 * d * d))
-    raise ValueError(f"No cost model for {family} drafters ({name}).")
+def shipped_shape(spec, meta: dict, target: Network) -> DraftShape:
+    """A named drafter on its target's shape: what its family says it runs per drafted token (Drafter.cost_shape,
+    which raises NoCostModel, a ValueError, where the roofline model cannot price it)."""
+    shape = spec.drafter.cost_shape(spec, meta, target.hidden)
+    if not shape.network:
+        return DraftShape(spec.name, spec.family, None)
+    network = replace(target, name=spec.name, layers=shape.layers,
+                      head_rows=shape.head_rows if shape.head_rows is not None else target.head_rows,
+                      intermediate=shape.intermediate or target.intermediate, extra_params=shape.extra_params)
+    return DraftShape(spec.name, spec.family, network, one_call=shape.one_call)
 
 
 # --- shapes by name ---------------------------------------------------------------------------------------
@@ -220,23 +212,16 @@ def target_network(name: str, allow_local_paths: bool = True) -> Network:
 def draft_shape(name: str, target: Network, allow_local_paths: bool = True) -> DraftShape:
     """A drafter by the name the app uses: a registered one (prompt lookup, the zoo) or a draft model."""
     from specdec.drafters.registry import registered
+    from specdec.drafters.shipped import drafter_dir, read_meta
+    from specdec.planning.choice import AUTO
 
+    if name == AUTO:
+        raise ValueError("No cost model for auto: it chooses its drafter and K per run from this machine's measured "
+                         "costs (the Generate tab's Auto card shows the choice); choose a drafter to price it here")
     spec = registered(name)
     if spec is None:
         return DraftShape(name, "draft model", target_network(name, allow_local_paths))
-    if spec.family == "prompt lookup":
-        return DraftShape(name, spec.family, None)
-    if spec.family == "auto":
-        raise ValueError("No cost model for auto: it chooses its drafter and K per run from this machine's measured "
-                         "costs (the Generate tab's Auto card shows the choice); choose a drafter to price it here")
-    from specdec.drafters.shipped import WEIGHTS
-    from specdec.drafters.shipped_build import drafter_dir, read_meta
-
-    if spec.tree is not None:
-        raise ValueError(f"No cost model for {name}: the roofline model prices chain drafts, not trees; "
-                         f"choose {WEIGHTS[name]} for the same head drafting a chain")
-
-    return zoo_shape(name, spec.family, read_meta(drafter_dir(name)), target)
+    return shipped_shape(spec, read_meta(drafter_dir(spec.weights)) if spec.weights else {}, target)
 
 
 def choose_dtype(dtype: str, device: Device, target_name: str, allow_local_paths: bool = True) -> str:

@@ -85,9 +85,8 @@ def interpolate_rows(curve, rows: int) -> float:
 
 # GPU presets: NVIDIA datasheet figures, dense (no 2:4 sparsity), non-tensor fp32 (PyTorch's default: TF32
 # off for matmuls). The overhead is assumed, not measured: about 40 operations per decoder layer in this
-# project's eager static runner at ~4 µs of host dispatch and launch each (0.15 ms), and 0.3 ms per forward;
-# CUDA graphs would remove most of it (FIELD-NOTES: on an H200, eager Hugging Face forwards took ~24 ms for
-# both a 0.85B and a 6.7B shape, host-bound; graphed, 2.4 and 7.0 ms).
+# project's eager static runner at a few µs of host dispatch and launch each, and a fixed cost per forward;
+# CUDA graphs would remove most of it (docs/cost_model.md says where the assumption comes from).
 GPU_LAYER_OVERHEAD_S = 0.15e-3
 GPU_FORWARD_OVERHEAD_S = 0.3e-3
 _GPU = dict(forward_overhead_s=GPU_FORWARD_OVERHEAD_S, layer_overhead_s=GPU_LAYER_OVERHEAD_S)

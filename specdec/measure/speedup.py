@@ -295,7 +295,7 @@ def engine_contestants(engine, target, draft, prompt_ids, settings) -> tuple[Cal
 
     def follow(tokens: int) -> Timing:
         # ignore_eos: the target-only run goes on past its own end-of-text to match the speculative count
-        result = engine.Generation(target, None, prompt_ids, replace(settings, max_new_tokens=max(1, tokens)),
+        result = engine.start(target, None, prompt_ids, replace(settings, max_new_tokens=max(1, tokens)),
                                    ignore_eos=True).result()
         return Timing(result.metrics.new_tokens, result.metrics.wall_time_s, baseline_step_costs(result.events),
                       result)

@@ -295,11 +295,6 @@ def group_order(group: tuple[str, str, float]) -> tuple:
     return draft, temperature, SCHEDULES.index(schedule) if schedule in SCHEDULES else len(SCHEDULES)
 
 
-def theory_curve(alpha: float, c: float, ks: list[int]) -> list[float]:
-    """The textbook form (v = 1) at every K in ks."""
-    return [theoretical_speedup(alpha, k, c) for k in ks]
-
-
 @dataclass(frozen=True)
 class FitError:
     """How far a theory form is from the measured points: mean and largest relative error."""

@@ -19,14 +19,11 @@ from specdec.models import fetch, hub, presets
 from specdec.models.cache import ModelCache
 from specdec.models.checks import check_causal_lm, check_loading_info, explain_load_failure
 from specdec.models.dtypes import BF16_MIN_PARAMS, DTYPES, dtype_name  # noqa: F401 (re-exported)
-from specdec.models.memory import check_load_fits, check_run_fits, default_budget
+from specdec.models.memory import check_load_fits, default_budget
 from specdec.models.vocabulary import check_compatible, describe_vocab_mismatch, shared_vocab_size  # noqa: F401 (re-exported)
 from specdec.runners import lab_kernels as lab_kernel_runner
 from specdec.runners import packed_weights, tuning
-from specdec.runners.backend import HFEagerRunner
-from specdec.runners.lab_kernels import KIND as LAB_KIND
-from specdec.runners.lab_kernels import LabKernelRunner
-from specdec.runners.static import StaticLlamaRunner, attention_dtype, supports_static
+from specdec.runners.selection import runner_kind, select
 from specdec.runners.threads import set_model_threads
 
 import torch
@@ -80,28 +77,16 @@ class LoadedModel:
         return self.param_bytes + sum(b.numel() * b.element_size() for b in self.model.buffers())
 
     @property
-    def uses_static_runner(self) -> bool:
-        return self.backend != "hf-eager" and supports_static(self.model)
-
-    @property
     def runner_kind(self) -> str:
-        if not self.uses_static_runner:
-            return "hf-eager"
-        if self.kernels == "lab":
-            return f"static, {LAB_KIND}"
-        copies = packed_weights.copy_kind(self.model)
-        return f"static, {copies}" if copies else "static"
+        """The runner new_runner makes, in words (selection.runner_kind)."""
+        return runner_kind(self.model, backend=self.backend, kernels=self.kernels)
 
     def new_runner(self, vocab_limit: int, max_length: int, keep_hidden: bool | tuple[int, ...] = False):
-        """A fresh KV cache for one sequence of at most max_length positions (keep_hidden: see backend.py);
-        refused with a message, before anything is allocated, when it would not fit in free memory."""
-        kv_dtype = attention_dtype(self.dtype, self.device) if self.uses_static_runner else self.dtype
-        check_run_fits(self.name, self.model.config, kv_dtype, self.device, max_length)
-        if self.uses_static_runner and self.kernels == "lab":
-            return LabKernelRunner(self.model, vocab_limit, max_length, keep_hidden)
-        if self.uses_static_runner:
-            return StaticLlamaRunner(self.model, vocab_limit, max_length, keep_hidden)
-        return HFEagerRunner(self.model, vocab_limit, keep_hidden)
+        """A fresh KV cache for one sequence of at most max_length positions (keep_hidden: see backend.py), on the
+        runner selection.select chooses for this model, its backend and its kernels; refused with a message,
+        before anything is allocated, when it would not fit in free memory."""
+        return select(self.model, vocab_limit, max_length, keep_hidden, name=self.name, backend=self.backend,
+                      kernels=self.kernels)
 
     def encode(self, text: str) -> list[int]:
         if self.tokenizer is None:
@@ -168,8 +153,8 @@ def resolve_dtype(dtype: str, device: torch.device, source: str | None = None) -
     """The rules `auto` follows where it is not measured (a GPU; a CPU with SPECDEC_TUNING=0; load_model
     measures on a CPU: tuning.py). `auto`: bfloat16 on CUDA; on a CPU, bfloat16 only with AMX (packed_weights.cpu_has_amx_bf16: there bf16
     products are row-exact and verification nearly flat) and a model (source: folder or hub id) of at least
-    BF16_MIN_PARAMS parameters, else float32 (with float16 weight copies where exact: on the avx512_bf16-only
-    AMD EPYC that decodes faster than bfloat16 and verifies exactly; docs/models.md)."""
+    BF16_MIN_PARAMS parameters, else float32 (with float16 weight copies where exact: where bf16 products are not
+    row-exact that path verifies exactly and can decode faster than bfloat16; docs/models.md)."""
     if dtype == "auto":
         if device.type == "cuda":
             return torch.bfloat16

@@ -1,19 +1,18 @@
-"""The `auto` drafter's choice: which drafter and K (or tree) the measured cost model predicts fastest.
+"""The `auto` plan's choice: which drafter and K (or tree) the measured cost model predicts fastest.
 
 Measured, not guessed:
   alpha    per drafter, prompt kind and mode, from its model card (assets/drafters/<name>/card.json: held-out
            prompts at K = CARD_K, greedy and T = 0.7): the card's tokens per target forward E inverted through
            E = (1 - alpha^(K+1)) / (1 - alpha) (greedy acceptance does not depend on the machine; a tree's
            figure is the alpha of its accepted path, so E(alpha, depth) is its tokens per step)
-  c, v(K)  per drafter on this machine: a short probe of real engine steps (auto_costs.py), cached; the chain
+  c, v(K)  per drafter on this machine: a short probe of real engine steps (costs.py), cached; the chain
            drafters' v(K), the same target-side work for each, pooled (pool_target_side)
 The prompt kind ("chat", "code" or "rewrite", the cards' kinds) is read from the prompt's text (prompt_kind).
 
 The choice (choose): for every candidate and K, theory.theoretical_speedup(alpha, K, c(K), v(K)) =
 E / (K c + v(K)); the best (drafter, K) wins. When no candidate predicts more than 1, the best one is still
 loaded but the run starts with speculation off (the auto schedule, schedules.py, switches it on when the
-run's own alpha says it pays). Pure functions here; measuring and loading live in auto_costs.py and
-drafters/auto.py.
+run's own alpha says it pays). Pure functions here; measuring and loading live in costs.py and auto.py.
 """
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 rollback), and the fastest exact way to make them on this machine.
 
   backend.py         the runner interface and the eager Hugging Face runner
-  static.py          the static runner: preallocated cache, one Llama layer loop
-  lab_kernels.py     the static runner on the lab's C kernels (native/)
+  static.py          the runner template (static cache; layout -> layers -> head) and its torch layers
+  lab_kernels.py     the template's layers on the lab's C kernels (native/)
+  selection.py       which runner a model gets: select(), used by every caller
   native_kernels.py  building and loading native/decode_kernels.c
   packed_weights.py  CPU linear layers on packed weight copies
   threads.py         the thread count a step computes on

@@ -11,8 +11,9 @@ that read the target's features (Medusa, EAGLE). keep_hidden=(L1, L2, ...) leave
 stream after L1, L2, ... decoder layers (0: the embeddings; each below the layer count, where transformers'
 hidden_states[L] is the same state), concatenated: [len(ids), m * d]
 (EAGLE-3 reads a low, a middle and a high layer; drafters.base.hidden_request).
-ModelRunner below lists every one of these; the decoder needs nothing else, so a static-cache /
-CUDA-graph runner (static_runner.py) can replace HFEagerRunner without touching verification.
+ModelRunner below lists every one of these; the decoder needs nothing else, so every runner serves
+verification unchanged: HFEagerRunner below, and the runners on a static cache (static.py's template,
+StaticLlamaRunner and lab_kernels.LabKernelRunner). Which one a model gets: selection.py.
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The static runner on the lab's CPU kernels (native_kernels.py, specdec/runners/native/decode_kernels.c): a Llama-family
 float32 model whose weights are all float16 values, its products streamed from float16 groups on every thread the
 model's forwards run on, with RMSNorm, rotary, SiLU-gating, residual adds and the cache writes inside the same calls,
-and attention row by row in C. It shares StaticLlamaRunner's cache, rollback, tree layout and hidden states.
+and attention row by row in C. It supplies the runner template's layers step and head product (static.py); the
+cache, rollback, layout and kept hidden states are the template's.
 
 Exactness: every product row and every attention row is the same whatever rows share the call (decode_kernels.c),
 so a verification scores each token bit for bit as a one-token forward does: greedy speculation reproduces
@@ -16,10 +17,9 @@ import weakref
 from typing import NamedTuple, Optional
 
 from specdec.runners import native_kernels, packed_weights
-from specdec.runners.static import StaticLlamaRunner, layer_weights, plain_weights, rms_norm, supports_static
+from specdec.runners.static import Layout, StaticLlamaRunner, layer_weights, plain_weights, supports_static
 
 import torch
-import torch.nn.functional as F
 
 KIND = "lab kernels (float16 weights)"
 # forwards of more rows (long prefills, never a verification) go through torch's float32 products on every thread the
@@ -125,6 +125,11 @@ def _ptr(tensor: Optional[torch.Tensor]) -> Optional[int]:
 
 
 class LabKernelRunner(StaticLlamaRunner):
+    """The template's layers and head's product on the lab's kernels; forwards of more than LONG_ROWS rows take
+    StaticLlamaRunner's (on torch, into the same cache)."""
+
+    _threads = 0  # during a call: the kernels' thread count; 0: the call runs on torch's layers and head
+
     def _prepare_weights(self, model) -> None:
         self.layers = [layer_weights(layer, packed=False) for layer in model.model.layers]  # long forwards
         self.head = plain_weights(model.lm_head)
@@ -145,27 +150,22 @@ class LabKernelRunner(StaticLlamaRunner):
 
     @torch.inference_mode()
     def _call(self, ids: list[int], last_only: bool) -> torch.Tensor:
-        if len(ids) > LONG_ROWS:
-            return super()._call(ids, last_only)  # the same cache, torch's products (module constant above)
-        kernel_threads = torch.get_num_threads()  # the model's count (threads_for_model): the kernels run on it
+        # the model's count (threads_for_model) for the kernels; 0: a long forward, on torch's layers and head
+        self._threads = torch.get_num_threads() if len(ids) <= LONG_ROWS else 0
+        if not self._threads:
+            return super()._call(ids, last_only)
         torch.set_num_threads(1)  # the few torch ops around the kernel calls (embedding, final norm) on this thread
         try:
-            return self._layers(ids, last_only, kernel_threads)
+            return super()._call(ids, last_only)
         finally:
-            torch.set_num_threads(kernel_threads)
+            torch.set_num_threads(self._threads)
 
-    def _layers(self, ids: list[int], last_only: bool, threads: int) -> torch.Tensor:
-        n, start = len(ids), self.length
-        if start + n > self.max_length:
-            raise RuntimeError(f"static cache of {self.max_length} positions is full")
-        hidden = F.embedding(torch.tensor(ids, device=self.device), self.embedding)  # [n, d]
-        if self._tree is not None:
-            positions, mask = self._tree_layout(start)
-            cos, sin = self.cos[0, positions], self.sin[0, positions]  # [n, head_dim]
-            visible = mask.to(torch.uint8).contiguous()  # [n, start + n]
-        else:
-            cos, sin = self.cos[0, start : start + n].contiguous(), self.sin[0, start : start + n].contiguous()
-            visible = None  # a chain: row i sees the cache and new rows 0 .. i
+    def _layers(self, hidden: torch.Tensor, layout: Layout) -> tuple[torch.Tensor, dict]:
+        if not self._threads:
+            return super()._layers(hidden, layout)  # the same cache, torch's products (module constant above)
+        n, start = layout.n, layout.start
+        cos, sin = layout.cos.contiguous(), layout.sin.contiguous()  # [n, head_dim]
+        visible = layout.mask.to(torch.uint8).contiguous() if layout.mask is not None else None  # None: a chain
         # the residual stream after each layer in self.hidden_layers (0: the embeddings, copied before the kernels
         # write the layers' outputs over `hidden`)
         kept = {layer: hidden.clone() if layer == 0 else torch.empty(n, self.width) for layer in self.hidden_layers}
@@ -173,17 +173,16 @@ class LabKernelRunner(StaticLlamaRunner):
             *[kept[layer].data_ptr() if layer in kept else None for layer in range(len(self.c_layers) + 1)]
         ) if kept else None
         if self.lib.sd_layers(self.c_layers, len(self.c_layers), ctypes.byref(self.c_shape), hidden.data_ptr(), n,
-                              start, cos.data_ptr(), sin.data_ptr(), _ptr(visible), wanted, threads):
+                              start, cos.data_ptr(), sin.data_ptr(), _ptr(visible), wanted, self._threads):
             raise MemoryError("the lab kernels could not allocate their scratch for this forward")
-        every_row = not last_only or (self.keep_hidden and not self.hidden_layers)
-        final = rms_norm(hidden if every_row else hidden[-1:], *self.final_norm)  # [rows, d]
-        if self.hidden_layers:
-            self.hidden = torch.cat([kept[layer] for layer in self.hidden_layers], dim=-1)  # [n, m * d]
-        elif self.keep_hidden:
-            self.hidden = final
-        rows = (final[-1:] if last_only else final).contiguous()
+        return hidden, kept
+
+    def _logits(self, rows: torch.Tensor) -> torch.Tensor:
+        if not self._threads:
+            return super()._logits(rows)
+        rows = rows.contiguous()
         vocab = self.packed.head.shape[0] * self.packed.head.shape[2]
         logits = torch.empty(rows.shape[0], vocab)
         self.lib.sd_linear(rows.data_ptr(), rows.shape[0], self.width, self.packed.head.data_ptr(), None, vocab,
-                           None, logits.data_ptr(), threads)
-        return logits[:, : self.vocab_limit]
+                           None, logits.data_ptr(), self._threads)
+        return logits

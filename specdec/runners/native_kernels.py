@@ -26,6 +26,7 @@ import threading
 from pathlib import Path
 from typing import Optional
 
+from specdec import config
 from specdec.paths import cache_dir
 from specdec.runners.packed_weights import cpu_flags, cpu_name, exact_in_float16
 
@@ -38,7 +39,7 @@ _STATE: dict = {}  # "library": the loaded CDLL or None; "reason": why None
 
 
 def enabled() -> bool:
-    return os.environ.get("SPECDEC_LAB_KERNELS", "1").strip().lower() not in {"0", "off", "false", "no"}
+    return config.get("SPECDEC_LAB_KERNELS")
 
 
 def compiler() -> Optional[str]:

@@ -28,12 +28,13 @@ times per machine: docs/engine.md ("Float16 weight copies", "CPU").
 from __future__ import annotations
 
 import functools
-import os
 import platform
 import threading
 import warnings
 import weakref
 from typing import NamedTuple, Optional
+
+from specdec import config
 
 import torch
 import torch.nn.functional as F
@@ -59,7 +60,7 @@ class Bf16Linear(NamedTuple):
 
 
 def enabled() -> bool:
-    return os.environ.get("SPECDEC_PACKED_WEIGHTS", "1").strip().lower() not in {"0", "off", "false", "no"}
+    return config.get("SPECDEC_PACKED_WEIGHTS")
 
 
 def fp16_available() -> bool:
@@ -86,8 +87,8 @@ def cpu_has_native_bf16() -> bool:
 
 def cpu_has_amx_bf16() -> bool:
     """AMX's bf16 tiles: the CPUs where oneDNN's bf16 product of a row does not depend on how many rows share
-    the call (measured on the Xeon; on the avx512_bf16-only AMD EPYC a 576x1536 product of one row differs
-    from the same row among several, tests/runners/test_packed_weights.py)."""
+    the call (with avx512_bf16 alone a product of one row can differ from the same row among several:
+    tests/runners/test_packed_weights.py checks it on the machine that runs it)."""
     return "amx_bf16" in cpu_flags()
 
 

@@ -1,7 +1,13 @@
-"""A lean runner for Llama-family models: preallocated (static) KV cache, no per-call framework
-overhead, rollback by moving an index. It reuses the Hugging Face module's weights and rotary
-tables and performs the same operations in the same order as transformers' Llama code, so greedy
-outputs stay token-identical (tests compare its logits and outputs with the HF eager path). On CPU,
+"""The runner template for Llama-family models and its torch implementation.
+
+StaticCacheRunner is the template: a preallocated (static) KV cache, rollback by moving an index, and a forward
+in three steps, layout (cache slots, positions, mask) -> layers -> head (final norm, the logits rows asked for,
+the hidden states a drafter keeps). A runner supplies the layers step and the head's product; everything else
+is shared, so every runner of the family fills the cache and keeps hidden states the same way.
+
+StaticLlamaRunner supplies the layers on torch, with no per-call framework overhead. It reuses the Hugging Face
+module's weights and rotary tables and performs the same operations in the same order as transformers' Llama
+code, so greedy outputs stay token-identical (tests compare its logits and outputs with the HF eager path). On CPU,
 linear layers read packed copies of their weights (packed_weights.py): float16 copies with float32 maths
 for float32 weights exact in float16, oneDNN-packed copies for bfloat16 weights where the CPU computes
 bf16 natively; the same numbers, summed in another order. Below float32 (bfloat16, float16), a forward of
@@ -11,10 +17,10 @@ prompt lookup's greedy output on SmolLM2 left the target's at its 17th token), s
 otherwise not score a token as target-only decoding does. On a CPU, attention runs in float32 over a float32
 KV cache whatever the weights' dtype (attention_dtype): torch's CPU SDPA kernel is several times slower in
 bfloat16 at decode shapes, which made row-by-row verification cost more than the layers' weights (measured in
-docs/engine.md, "CPU"). Models it does not fit use HFEagerRunner."""
+docs/engine.md, "CPU"). Which runner a model gets (this one, the lab kernels' or HFEagerRunner): selection.py."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 from specdec.runners.backend import TimedRunner
 from specdec.runners.packed_weights import linear, linear_weights
@@ -45,7 +51,21 @@ def supports_static(model) -> bool:
     return rotary is not None and getattr(rotary, "rope_type", "default") in STATIC_ROPE_TYPES
 
 
-class StaticLlamaRunner(TimedRunner):
+class Layout(NamedTuple):
+    """Where a forward's new tokens go: cache positions start .. start + n - 1, their rotary rows, and what each
+    may attend to (a chain, mask None: token i sees every cached position and new tokens 0 .. i)."""
+
+    start: int  # positions cached before the call
+    n: int  # new tokens
+    cos: torch.Tensor  # [n, head_dim]: the rotary rows of the new tokens' positions
+    sin: torch.Tensor
+    mask: Optional[torch.Tensor]  # a tree draft's [n, start + n] (bool: may attend); None: a chain
+
+
+class StaticCacheRunner(TimedRunner):
+    """The runner template (module docstring): a forward is _layout -> _layers -> _head. A runner supplies
+    _prepare_weights, _layers and _logits."""
+
     def __init__(self, model, vocab_limit: int, max_length: int, keep_hidden: bool | tuple[int, ...] = False):
         super().__init__(model, vocab_limit, keep_hidden)
         config = model.config
@@ -66,14 +86,7 @@ class StaticLlamaRunner(TimedRunner):
         self.embedding = model.model.embed_tokens.weight
         self.final_norm = (model.model.norm.weight, model.model.norm.variance_epsilon)
         self.scaling = layers[0].self_attn.scaling
-        self.groups = self.heads // self.kv_heads
-        self.exact_rows = dtype != torch.float32  # attend row by row after the prefill (module docstring)
         self._prepare_weights(model)
-
-    def _prepare_weights(self, model) -> None:
-        """The layers' and the head's weights as `linear` takes them (packed copies where they help)."""
-        self.layers = [layer_weights(layer) for layer in model.model.layers]
-        self.head = linear_weights(model.lm_head)
 
     def rollback(self, length: int) -> None:
         self.length = min(self.length, length)  # later writes overwrite the stale positions
@@ -83,19 +96,66 @@ class StaticLlamaRunner(TimedRunner):
 
     @torch.inference_mode()
     def _call(self, ids: list[int], last_only: bool) -> torch.Tensor:
-        n, start = len(ids), self.length
+        layout = self._layout(len(ids))
+        hidden, kept = self._layers(F.embedding(torch.tensor(ids, device=self.device), self.embedding), layout)
+        return self._head(hidden, kept, last_only)
+
+    def _layout(self, n: int) -> Layout:
+        """The new tokens' cache slots, rotary rows and mask (a pending forward_tree's, else a chain's)."""
+        start = self.length
         if start + n > self.max_length:
             raise RuntimeError(f"static cache of {self.max_length} positions is full")
-        hidden = F.embedding(torch.tensor([ids], device=self.device), self.embedding)  # [1, n, d]
         if self._tree is not None:
             positions, mask = self._tree_layout(start)
-            cos, sin = self.cos[:, positions], self.sin[:, positions]
-        else:
-            cos, sin = self.cos[:, start : start + n], self.sin[:, start : start + n]  # [1, n, head_dim]
-            mask = None
+            return Layout(start, n, self.cos[0, positions], self.sin[0, positions], mask)
+        return Layout(start, n, self.cos[0, start : start + n], self.sin[0, start : start + n], None)
+
+    def _head(self, hidden: torch.Tensor, kept: dict, last_only: bool) -> torch.Tensor:
+        """hidden [n, d] after the last layer -> logits [n or 1, V]; leaves `hidden` where kept (backend.py)."""
+        # the final norm of every position for a drafter that reads it; the head only where logits are wanted
+        every_row = not last_only or (self.keep_hidden and not self.hidden_layers)
+        final = rms_norm(hidden if every_row else hidden[-1:], *self.final_norm)  # [n or 1, d]
+        if self.hidden_layers:
+            self.hidden = torch.cat([kept[layer] for layer in self.hidden_layers], dim=-1)  # [n, m * d]
+        elif self.keep_hidden:
+            self.hidden = final  # [n, d]
+        logits = self._logits(final[-1:] if last_only else final)  # [n or 1, V_model]
+        return logits[:, : self.vocab_limit].float()
+
+    def _prepare_weights(self, model) -> None:
+        """Whatever weights _layers and _logits read, made once per runner (after the cache exists)."""
+        raise NotImplementedError
+
+    def _layers(self, hidden: torch.Tensor, layout: Layout) -> tuple[torch.Tensor, dict]:
+        """The decoder layers over the embeddings hidden [n, d], writing the new keys and values into the cache at
+        layout.start -> (hidden [n, d] after the last layer, {L: [n, d] the residual stream after L layers, for
+        each L in self.hidden_layers; 0: the embeddings})."""
+        raise NotImplementedError
+
+    def _logits(self, rows: torch.Tensor) -> torch.Tensor:
+        """The language-model head: final-norm rows [r, d] -> logits [r, V_model]."""
+        raise NotImplementedError
+
+
+class StaticLlamaRunner(StaticCacheRunner):
+    """The template's layers and head on torch (module docstring)."""
+
+    def __init__(self, model, vocab_limit: int, max_length: int, keep_hidden: bool | tuple[int, ...] = False):
+        super().__init__(model, vocab_limit, max_length, keep_hidden)
+        self.groups = self.heads // self.kv_heads
+        self.exact_rows = next(model.parameters()).dtype != torch.float32  # attend row by row after the prefill
+
+    def _prepare_weights(self, model) -> None:
+        """The layers' and the head's weights as `linear` takes them (packed copies where they help)."""
+        self.layers = [layer_weights(layer) for layer in model.model.layers]
+        self.head = linear_weights(model.lm_head)
+
+    def _layers(self, hidden: torch.Tensor, layout: Layout) -> tuple[torch.Tensor, dict]:
+        start, n, mask = layout.start, layout.n, layout.mask
+        hidden, cos, sin = hidden[None], layout.cos[None], layout.sin[None]  # [1, n, d], [1, n, head_dim]
         if mask is None and n > 1:  # new token i sees every cached position and new tokens 0..i
             mask = torch.ones(n, start + n, dtype=torch.bool, device=self.device).tril(diagonal=start)
-        rows = visible_rows(mask, self._tree is None) if self.exact_rows and n > 1 and start > 0 else None
+        rows = visible_rows(mask, layout.mask is None) if self.exact_rows and n > 1 and start > 0 else None
         kept = {0: hidden[0]} if 0 in self.hidden_layers else {}  # layer count -> the residual stream after it
         for index, w in enumerate(self.layers):
             hidden = hidden + self._attend(w, rms_norm(hidden, *w.input_norm), index, start, n, cos, sin, mask, rows)
@@ -104,15 +164,10 @@ class StaticLlamaRunner(TimedRunner):
             hidden = hidden + linear(gate * linear(normed, w.up), w.down)
             if index + 1 in self.hidden_layers:
                 kept[index + 1] = hidden[0]
-        # the final norm of every position for a drafter that reads it; the head only where logits are wanted
-        every_row = not last_only or (self.keep_hidden and not self.hidden_layers)
-        hidden = rms_norm(hidden if every_row else hidden[:, -1:], *self.final_norm)
-        if self.hidden_layers:
-            self.hidden = torch.cat([kept[layer] for layer in self.hidden_layers], dim=-1)  # [n, m * d]
-        elif self.keep_hidden:
-            self.hidden = hidden[0]  # [n, d]
-        logits = linear(hidden[:, -1:] if last_only else hidden, self.head)  # [1, n or 1, V_model]
-        return logits[0, :, : self.vocab_limit].float()
+        return hidden[0], kept
+
+    def _logits(self, rows: torch.Tensor) -> torch.Tensor:
+        return linear(rows, self.head)
 
     def _attend(self, w, hidden, index, start, n, cos, sin, mask, rows):
         q = linear(hidden, w.q).view(1, n, -1, self.head_dim).transpose(1, 2)
@@ -132,7 +187,7 @@ class StaticLlamaRunner(TimedRunner):
         return linear(out, w.o)
 
     def _sdpa(self, q, keys, values, mask):
-        # enable_gqa: query head h reads kv head h // groups in place (repeat_kv's copy cost ~25% of a step here)
+        # enable_gqa: query head h reads kv head h // groups in place, without repeat_kv's copy of the cache
         return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=self.scaling,
                                               enable_gqa=self.groups > 1)
 

@@ -19,6 +19,8 @@ import os
 import weakref
 from typing import Iterator, Optional
 
+from specdec import config
+
 import torch
 
 _EXPLICIT: list[Optional[int]] = [None]  # set_explicit_threads: the operator's count for this process
@@ -32,14 +34,13 @@ def set_explicit_threads(count: Optional[int]) -> None:
 
 def explicit_threads() -> Optional[int]:
     """SPECDEC_STEP_THREADS (a positive count; 0 or junk: torch's, None), else set_explicit_threads' count."""
-    chosen = os.environ.get("SPECDEC_STEP_THREADS", "").strip()
-    if chosen:
-        return int(chosen) if chosen.isdigit() and int(chosen) > 0 else None
+    if config.is_set("SPECDEC_STEP_THREADS"):
+        return config.get("SPECDEC_STEP_THREADS")
     return _EXPLICIT[0]
 
 
 def has_explicit_threads() -> bool:
-    return bool(os.environ.get("SPECDEC_STEP_THREADS", "").strip()) or _EXPLICIT[0] is not None
+    return config.is_set("SPECDEC_STEP_THREADS") or _EXPLICIT[0] is not None
 
 
 def set_model_threads(module: torch.nn.Module, count: Optional[int]) -> None:

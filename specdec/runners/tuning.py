@@ -1,8 +1,7 @@
 """The measured `auto`: which exact path (dtype, kernels and thread count) runs a model fastest on this machine.
 
-CPU flags do not predict it (docs/engine.md, "CPU"): on the AVX-512 AMD EPYC float32 on the lab's kernels on two
-threads is fastest (before them: float16 weight copies on one thread); on the AMX Xeon bfloat16 on two spinning
-threads was, and bfloat16 on one passive thread is its slowest path. So at the first CPU load of a model with dtype
+CPU flags do not predict it: the fastest path on one of this project's CPUs is among the slowest on another
+(docs/engine.md, "CPU", has the measurements). So at the first CPU load of a model with dtype
 `auto` for a key (the model's shape, the device, the CPU model and its vector extensions, the torch version, the
 OpenMP wait policy in force, the cores, whether the lab's kernels build here), every candidate path is timed and the fastest that keeps greedy identity is chosen and cached, with its figures, in
 the model cache folder (SPECDEC_CACHE, default ~/.cache/specdec: tuning.json). `python -m specdec tune` shows
@@ -36,6 +35,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
+from specdec import config
 from specdec.models.dtypes import BF16_MIN_PARAMS, dtype_name
 from specdec.paths import cache_dir
 from specdec.runners import lab_kernels as lab_kernel_runner
@@ -360,7 +360,7 @@ def chosen_for(name: str) -> Optional[TunedPath]:
 
 def enabled() -> bool:
     """SPECDEC_TUNING=0 turns the measured `auto` off (loading.resolve_dtype's rules then apply)."""
-    return os.environ.get("SPECDEC_TUNING", "1").strip().lower() not in {"0", "off", "false", "no"}
+    return config.get("SPECDEC_TUNING")
 
 
 def local_config(source: str, trust_remote_code: bool):

@@ -6,7 +6,7 @@ Two kinds of bound live here:
   - deployment limits for the web app (`Limits`): queue length, max new tokens, sweep size, timed
     repeats, a per-run time budget, prompt size, sessions kept, model memory. A public deployment (a
     Hugging Face Space, or SPECDEC_PUBLIC=1) gets tighter defaults; every one can be set by an
-    environment variable (docs/deploy.md lists them).
+    environment variable (ENVIRONMENT; what each accepts: specdec/config.py; docs/deploy.md lists them).
 
 Engine-side: imports neither gradio nor torch.
 """
@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Mapping, Optional
 
+from specdec import config
 from specdec.errors import InvalidSettingsError
 
 # --- sanity bounds (CLI and app) -------------------------------------------------------------------
@@ -116,52 +117,35 @@ LOCAL = Limits()
 PUBLIC = Limits(queue_size=24, max_new_tokens=256, max_sweep_points=48, max_repeats=12, run_budget_s=120.0,
                 max_prompt_chars=8_000, sessions=64, model_cache_gb=None)
 
-ENVIRONMENT = {  # field -> (variable, type)
-    "queue_size": ("SPECDEC_QUEUE_SIZE", int),
-    "max_new_tokens": ("SPECDEC_MAX_NEW_TOKENS", int),
-    "max_sweep_points": ("SPECDEC_MAX_SWEEP_POINTS", int),
-    "max_repeats": ("SPECDEC_MAX_REPEATS", int),
-    "run_budget_s": ("SPECDEC_RUN_BUDGET_S", float),
-    "max_prompt_chars": ("SPECDEC_MAX_PROMPT_CHARS", int),
-    "sessions": ("SPECDEC_SESSIONS", int),
-    "model_cache_gb": ("SPECDEC_MODEL_CACHE_GB", float),
+ENVIRONMENT = {  # field -> its variable (what each accepts: specdec/config.py)
+    "queue_size": "SPECDEC_QUEUE_SIZE",
+    "max_new_tokens": "SPECDEC_MAX_NEW_TOKENS",
+    "max_sweep_points": "SPECDEC_MAX_SWEEP_POINTS",
+    "max_repeats": "SPECDEC_MAX_REPEATS",
+    "run_budget_s": "SPECDEC_RUN_BUDGET_S",
+    "max_prompt_chars": "SPECDEC_MAX_PROMPT_CHARS",
+    "sessions": "SPECDEC_SESSIONS",
+    "model_cache_gb": "SPECDEC_MODEL_CACHE_GB",
 }
-OPTIONAL = {"queue_size", "run_budget_s"}  # 0 (or "none", "off") switches these off
-MINIMUM = {"max_new_tokens": 1, "max_sweep_points": 1, "max_repeats": 3, "max_prompt_chars": 1, "sessions": 1}
-AUTOMATIC = {"model_cache_gb"}  # "auto" (the default) lets the engine choose
 
 
 def is_public(env: Mapping[str, str]) -> bool:
     """A Hugging Face Space (SPACE_ID set) or SPECDEC_PUBLIC=1; SPECDEC_PUBLIC=0 overrides a Space."""
-    flag = (env.get("SPECDEC_PUBLIC") or "").strip().lower()
-    if flag:
-        return flag in {"1", "true", "yes", "on"}
-    return bool(env.get("SPACE_ID"))
+    public = config.get("SPECDEC_PUBLIC", env)
+    return bool(env.get("SPACE_ID")) if public is None else public
 
 
 def limits_from_env(env: Mapping[str, str], public: bool | None = None) -> Limits:
     """The defaults for this kind of deployment, each overridden by its SPECDEC_* variable."""
     base = PUBLIC if (is_public(env) if public is None else public) else LOCAL
-    changes = {}
-    for name, (variable, kind) in ENVIRONMENT.items():
-        raw = (env.get(variable) or "").strip()
-        if raw:
-            changes[name] = parse_limit(name, raw, kind, variable)
+    changes = {name: config.get(variable, env) for name, variable in ENVIRONMENT.items()
+               if config.is_set(variable, env)}
     return replace(base, **changes)
 
 
-def parse_limit(name: str, raw: str, kind, source: str):
-    """One limit from text; a bad value is an InvalidSettingsError naming its source (flag or variable)."""
-    if (name in OPTIONAL and raw.lower() in {"0", "none", "off"}) or (name in AUTOMATIC and raw.lower() == "auto"):
-        return None
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise InvalidSettingsError(f"{source} must be a number (got {raw!r})") from None
-    low = MINIMUM.get(name, 0)
-    if not math.isfinite(value) or value < low or (name in OPTIONAL | AUTOMATIC and value <= 0):
-        raise InvalidSettingsError(f"{source} must be a finite number of at least {low} (got {raw!r})")
-    return value
+def parse_limit(name: str, text: str, source: str):
+    """One limit from text (a flag's), read as its variable is; a bad value is one line naming source."""
+    return config.parse(ENVIRONMENT[name], text, source)
 
 
 def describe(limits: Limits) -> str:

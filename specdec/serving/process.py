@@ -6,8 +6,8 @@ when `import torch` loads the runtime:
 
 - OMP_WAIT_POLICY=PASSIVE (unless the operator set a policy): OpenMP threads sleep between parallel regions
   instead of spinning. On a CPU shared with other processes (a Space, a busy laptop, CI) spinning threads
-  stalled every step ~10x (an 8x3 sweep took 7-8 s with it, 16-340 s without, while other processes were
-  busy). Passive threads pay a wake-up per region instead, which is why the thread count of a step is part of
+  stall every step many times over while the other processes are busy (docs/engine.md, "CPU", has the
+  measurement). Passive threads pay a wake-up per region instead, which is why the thread count of a step is part of
   the measured `auto` path (tuning.py), not a rule.
 
 This module imports neither torch nor anything that does. When torch was imported before `specdec` (a Python

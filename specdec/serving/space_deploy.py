@@ -269,7 +269,7 @@ def deploy(space: str, *, hardware: str | None = None, private: bool = False, dr
 
 
 def add_deploy_parser(commands) -> None:
-    """The `deploy` subcommand (registered by cli.py)."""
+    """The `deploy` subcommand (registered by specdec/cli/deploy.py)."""
     parser = commands.add_parser("deploy", help="upload a snapshot of this working tree to a Hugging Face Space")
     parser.add_argument("--space", required=True, help="OWNER/NAME of the Space (created if it does not exist)")
     parser.add_argument("--hardware", default=None, choices=HARDWARE,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from specdec.engine.events import DecodeSettings
-from specdec.engine.theory import compute_stats
+from specdec.engine.theory import live_metrics
 from specdec.measure.speedup import INTERACTIVE, SWEEP, Policy, cached, measure_speedup
 from specdec.measure.sweep import remember
 from specdec.models.prompt_clean import clean_prompt
@@ -152,7 +152,7 @@ class Lab:
 
     def stream_run(self, session: Session, prep: Prepared, settings: DecodeSettings):
         """Generator: one token update per step (capped at 1/token_interval_s per second)."""
-        gen = self.engine.Generation(prep.target, prep.draft, prep.ids, settings)
+        gen = self.engine.start(prep.target, prep.draft, prep.ids, settings)
         events, tokens, heavy = [], Throttle(self.token_interval_s), Throttle(self.heavy_interval_s)
         try:
             for event in gen:
@@ -162,7 +162,7 @@ class Lab:
                 if tokens.ready() or event.finished:
                     update = {"tokens": render_tokens(events, prep.text, streaming=True), "error": ""}
                     if heavy.ready():
-                        update["cards"] = render_cards(compute_stats(events))
+                        update["cards"] = render_cards(live_metrics(events))
                         update["status"] = render_status(f"Step {event.index + 1}…")
                     yield update
         finally:

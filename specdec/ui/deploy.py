@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import shutil
 import tempfile
 import threading
@@ -30,7 +29,7 @@ def add_limit_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--public", action=argparse.BooleanOptionalAction, default=None,
                         help="public-deployment defaults: tighter limits, no local paths (default on a Space; "
                              "env SPECDEC_PUBLIC)")
-    for name, (variable, kind) in ENVIRONMENT.items():
+    for name, variable in ENVIRONMENT.items():
         parser.add_argument(flag_for(name), default=None, metavar="N",
                             help=f"limit: {name.replace('_', ' ')} (env {variable}; docs/deploy.md)")
 
@@ -39,10 +38,10 @@ def resolve_limits(options: argparse.Namespace, env: Mapping[str, str]) -> Limit
     """The profile's defaults (public or local), then SPECDEC_* variables, then flags."""
     limits = limits_from_env(env, public=public_deployment(options, env))
     changes = {}
-    for name, (_, kind) in ENVIRONMENT.items():
+    for name in ENVIRONMENT:
         raw = getattr(options, name, None)
         if raw is not None:
-            changes[name] = parse_limit(name, str(raw).strip(), kind, flag_for(name))
+            changes[name] = parse_limit(name, str(raw).strip(), flag_for(name))
     return replace(limits, **changes)
 
 
@@ -86,9 +85,3 @@ def start_cleaner(every_s: float = CLEAN_EVERY_S, max_age_s: float = EXPORT_MAX_
     thread = threading.Thread(target=loop, name="specdec-export-cleaner", daemon=True)
     thread.start()
     return thread
-
-
-def describe_environment(env: Mapping[str, str] = os.environ) -> str:
-    """Which SPECDEC_* limit variables are set (for the start-up log)."""
-    found = [f"{variable}={env[variable]}" for variable, _ in ENVIRONMENT.values() if env.get(variable)]
-    return ", ".join(found) or "none"

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
 
+from specdec import config
 from specdec.errors import SpecDecError
 from specdec.measure.speedup import INTERACTIVE
 from specdec.models import fetch, loading
@@ -25,38 +26,39 @@ from specdec.ui.preload import PRELOAD, preload_in_background
 
 log = logging.getLogger(__name__)
 ROOT = REPO_ROOT
-TRUE = {"1", "true", "yes", "on"}
-
-
-def _flag(value: str | None, default: bool = False) -> bool:
-    return default if value is None or value == "" else value.strip().lower() in TRUE
 
 
 def parse_options(argv: list[str] | None = None, env: Mapping[str, str] = os.environ) -> argparse.Namespace:
-    """Flags win over SPECDEC_* variables; on a Hugging Face Space (SPACE_ID set) the defaults follow
-    Gradio's GRADIO_SERVER_NAME/PORT so the Space is reachable. A public deployment (a Space, or
-    --public) refuses local model paths and gets the public limits (docs/deploy.md); `limits` holds them."""
-    on_space = bool(env.get("SPACE_ID"))
-    host = env.get("SPECDEC_HOST") or env.get("GRADIO_SERVER_NAME") or ("0.0.0.0" if on_space else "127.0.0.1")
-    port = env.get("SPECDEC_PORT") or env.get("GRADIO_SERVER_PORT") or "7860"
+    """Flags win over SPECDEC_* variables (docs/configuration.md); on a Hugging Face Space (SPACE_ID set) the
+    defaults follow Gradio's GRADIO_SERVER_NAME/PORT so the Space is reachable. A public deployment (a Space, or
+    --public) refuses local model paths and gets the public limits (docs/deploy.md); `limits` holds them. A bad
+    flag or variable exits with a usage line that names it."""
     parser = argparse.ArgumentParser(prog="app.py", description="SpecDec Lab: the speculative decoding web app")
+    try:
+        host, port, share, device, preload = [config.get(name, env) for name in (
+            "SPECDEC_HOST", "SPECDEC_PORT", "SPECDEC_SHARE", "SPECDEC_DEVICE", "SPECDEC_PRELOAD")]
+    except SpecDecError as exc:
+        parser.error(str(exc))
+    on_space = bool(env.get("SPACE_ID"))
+    host = host or env.get("GRADIO_SERVER_NAME") or ("0.0.0.0" if on_space else "127.0.0.1")
+    port = port or env.get("GRADIO_SERVER_PORT") or "7860"
     parser.add_argument("--host", default=host, help=f"interface to bind (default {host}; env SPECDEC_HOST)")
     parser.add_argument("--port", type=int, default=port, help=f"port (default {port}; env SPECDEC_PORT)")
-    parser.add_argument("--share", action=argparse.BooleanOptionalAction, default=_flag(env.get("SPECDEC_SHARE")),
+    parser.add_argument("--share", action=argparse.BooleanOptionalAction, default=share,
                         help="create a public gradio.live link (env SPECDEC_SHARE=1)")
-    parser.add_argument("--device", default=env.get("SPECDEC_DEVICE", "auto"), help="auto, cpu, cuda, mps…")
+    parser.add_argument("--device", default=device, help="auto, cpu, cuda, mps… (env SPECDEC_DEVICE)")
     parser.add_argument("--allow-local-paths", action=argparse.BooleanOptionalAction, default=None,
                         help="let users load models from folders on this machine (off on a public deployment; "
                              "env SPECDEC_ALLOW_LOCAL_PATHS)")
-    parser.add_argument("--preload", action=argparse.BooleanOptionalAction,
-                        default=_flag(env.get("SPECDEC_PRELOAD"), default=True),
-                        help="load and warm up the default pair at start-up (fast first run)")
+    parser.add_argument("--preload", action=argparse.BooleanOptionalAction, default=preload,
+                        help="load and warm up the default pair at start-up (fast first run; env SPECDEC_PRELOAD)")
     add_limit_flags(parser)
     options = parser.parse_args(argv)
-    public = public_deployment(options, env)
-    if options.allow_local_paths is None:
-        options.allow_local_paths = _flag(env.get("SPECDEC_ALLOW_LOCAL_PATHS"), default=not public)
     try:
+        public = public_deployment(options, env)
+        if options.allow_local_paths is None:
+            allowed = config.get("SPECDEC_ALLOW_LOCAL_PATHS", env)
+            options.allow_local_paths = not public if allowed is None else allowed
         options.limits = resolve_limits(options, env)
     except SpecDecError as exc:
         parser.error(str(exc))

@@ -11,11 +11,11 @@ from specdec.models import presets
 
 
 def known_names() -> list[str]:
-    """Bundled and preset models, and registered drafters (prompt lookup, …) when the engine has them."""
+    """Bundled and preset models, `auto`, and the named drafters (prompt lookup, …) when the engine has them."""
     names = list(presets.all_model_choices())
     try:
-        from specdec.drafters.registry import drafter_specs
-        names += [spec.name for spec in drafter_specs() if spec.name not in names]
+        from specdec.planning.run import draft_names
+        names += [name for name in draft_names() if name not in names]
     except Exception:  # noqa: BLE001 (an engine without drafters, or one being changed)
         pass
     return names

@@ -52,7 +52,7 @@ def export_draft(name: str, say: Say = print, out: Path | None = None) -> Path:
     """Writes (once) the zoo draft `name` as a LlamaForCausalLM folder: config, safetensors, tokenizer."""
     if name not in EXPORTABLE:
         raise VllmError(f"{name!r} cannot be exported for vLLM; exportable: {', '.join(EXPORTABLE)}")
-    from specdec.drafters.shipped_build import drafter_dir, load_tensors, read_meta
+    from specdec.drafters.shipped import drafter_dir, load_tensors, read_meta
 
     out = Path(out or export_dir(name))
     source = source_fingerprint(drafter_dir(name))
@@ -120,7 +120,8 @@ def _eagle3_export(target_dir: Path, meta: dict, own: dict, target: dict) -> tup
 
     if meta.get("input_layout") != "concat":
         raise VllmError("this EAGLE-3 head was trained in the zoo's fc layer, which vLLM's eagle3 cannot run; train it "
-                        "in vLLM's layer (profile eagle3-concat) to export it (docs/vllm.md, 'The EAGLE-3 head in vLLM')")
+                        "in vLLM's layer (eagle_input 'concat', as the shipped recipe eagle3-asked-more) to export it "
+                        "(docs/vllm.md, 'The EAGLE-3 head in vLLM')")
     config = eagle3_config(json.loads((target_dir / "config.json").read_text()), meta, len(own["draft_vocab"]))
     config["_specdec_export"] = "smollm2-135m-eagle3: trained in vLLM's eagle3 layer, exported weight for weight"
     return eagle3_tensors(own, target), config

@@ -25,7 +25,7 @@ from specdec.paths import cache_dir
 from specdec.vllm.client import VllmClient, VllmError
 
 METHODS = ("ngram", "draft_model", "eagle", "eagle3")
-HEALTH_TIMEOUT_S = 900.0  # first start on a busy 2-core CPU: ~2-3 minutes (warm-up compiles the model)
+HEALTH_TIMEOUT_S = 900.0  # a first start on a busy 2-core CPU takes minutes (warm-up compiles the model)
 STOP_GRACE_S = 20.0
 Say = Callable[[str], None]
 
@@ -43,7 +43,7 @@ class ServeSpec:
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     max_model_len: int = 2048
-    enforce_eager: bool = False  # skip vLLM's compiled graph: starts in ~30 s instead of ~75 (2-core Xeon), decodes slower
+    enforce_eager: bool = False  # skip vLLM's compiled graph: starts faster, decodes slower (docs/vllm.md)
 
     def speculative_config(self) -> Optional[dict]:
         if self.method is None:

@@ -9,13 +9,13 @@ none of them. On a CUDA machine it installs `vllm` and keeps its own torch.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Callable, Optional
 
+from specdec import config
 from specdec.paths import cache_dir
 from specdec.vllm.client import VllmError
 
@@ -31,8 +31,8 @@ Say = Callable[[str], None]
 
 def venv_dir() -> Path:
     """SPECDEC_VLLM_VENV, else <model cache>/vllm-venv."""
-    configured = os.environ.get("SPECDEC_VLLM_VENV", "").strip()
-    return Path(configured).expanduser() if configured else cache_dir() / "vllm-venv"
+    configured = config.get("SPECDEC_VLLM_VENV")
+    return configured if configured is not None else cache_dir() / "vllm-venv"
 
 
 def venv_python(venv: Path) -> Path:

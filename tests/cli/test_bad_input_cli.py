@@ -8,6 +8,7 @@ from pathlib import Path
 from specdec.cli.main import main
 
 import pytest
+
 from tests.bad_models import build_all
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,6 +8,7 @@ from pathlib import Path
 from specdec.cli.main import main
 
 import pytest
+
 from tests.tiny_models import build_model, perturbed_copy, save, tiny_config
 
 ROOT = Path(__file__).resolve().parents[2]

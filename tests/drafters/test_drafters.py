@@ -7,10 +7,11 @@ from specdec.engine.schedules import SCHEDULES
 
 import pytest
 import torch
+from transformers.generation.candidate_generator import PromptLookupCandidateGenerator
+
 from tests.engine.test_engine_greedy_identity import hf_greedy, pair  # noqa: F401 (pair: the fixture, one per architecture)
 from tests.tiny_models import build_model, save, tiny_config
 from tests.tiny_tokenizers import WORDS, word_tokenizer
-from transformers.generation.candidate_generator import PromptLookupCandidateGenerator
 
 REPEATING_PROMPT = [3, 17, 42, 8, 61, 3, 17, 42, 9, 5, 3, 17]
 NEW_TOKENS = 40
@@ -85,8 +86,8 @@ def test_each_step_records_the_k_its_schedule_planned(pair):
 
 def test_unknown_k_schedule_is_refused():
     with pytest.raises(InvalidSettingsError, match="K schedule"):
-        from specdec.engine.sampling import validate
-        validate(DecodeSettings(k_schedule="fastest"))
+        from specdec.engine.events import check_settings
+        check_settings(DecodeSettings(k_schedule="fastest"))
 
 
 # --- a draft model with a different tokenizer --------------------------------------------------

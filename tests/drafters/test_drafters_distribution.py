@@ -15,6 +15,7 @@ from specdec.engine.verify import verify_sampled
 
 import pytest
 import torch
+
 from tests.distribution import exact_first_two, speculative_counts
 from tests.stats import chi_square_p_value
 from tests.table_model import TableModel

@@ -1,31 +1,32 @@
-"""The heads' vocabulary follows their request's text (drafters._HeadRows): the trained draft vocabulary plus the
+"""The heads' vocabulary follows their request's text (drafters.HeadRows): the trained draft vocabulary plus the
 ids the text holds outside it, as a function of the text alone. Exactness with these rows is in
 test_zoo_heads.py (its prompt holds an id outside the draft vocabulary)."""
 from __future__ import annotations
 
 from specdec import DecodeSettings
 from specdec.drafters.base import ProposalContext
-from specdec.drafters.head_drafters import _HeadRows
+from specdec.drafters.draft_vocab import HeadRows
 from specdec.engine.sampling import build_warpers
 
 import torch
+
 from tests.drafters.test_zoo_heads import loaded, random_eagle3_concat, random_medusa, tiny_llama
 
 DRAFT_VOCAB = torch.tensor([0, 1, 3, 4])
 GREEDY = ProposalContext(False, build_warpers(DecodeSettings()), None)
 
 
-def head_rows(vocab_limit: int = 8) -> _HeadRows:
-    return _HeadRows(tiny_llama(8), DRAFT_VOCAB, vocab_limit, torch.float32)
+def head_rows(vocab_limit: int = 8) -> HeadRows:
+    return HeadRows(tiny_llama(8), DRAFT_VOCAB, vocab_limit, torch.float32)
 
 
-def followed(text: list[int], vocab_limit: int = 8) -> _HeadRows:
+def followed(text: list[int], vocab_limit: int = 8) -> HeadRows:
     rows = head_rows(vocab_limit)
     rows.follow(text)
     return rows
 
 
-def same_vocabulary(a: _HeadRows, b: _HeadRows) -> bool:
+def same_vocabulary(a: HeadRows, b: HeadRows) -> bool:
     return torch.equal(a.ids, b.ids) and torch.equal(a.extra_rows, b.extra_rows)
 
 
@@ -164,10 +165,9 @@ def test_the_loss_drops_teacher_mass_on_columns_a_row_may_not_use():
 
 
 def test_a_head_trained_with_context_rows_keeps_its_draft_vocabulary(tmp_path):
-    from specdec.drafters.shipped_build import load_tensors
+    from specdec.drafters.shipped import load_tensors
 
     from tests.drafters.test_zoo_eagle3 import _trained_then_again
-
     from training.zoo.pipeline import EAGLE3
 
     record = _trained_then_again(tmp_path, context_rows=True)

@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 
 from specdec import DecodeSettings
+from specdec.drafters.eagle import build_eagle
 from specdec.drafters.heads import EagleHead
 from specdec.engine.decoding import Generation
 from specdec.engine.tree import TreeShape
 
 import pytest
 import torch
+
 from tests.distribution import exact_first_two, speculative_counts
-from tests.stats import chi_square_p_value
 from tests.drafters.test_zoo_heads import (
     P_VALUE_THRESHOLD,
     PROMPT,
@@ -29,6 +30,7 @@ from tests.drafters.test_zoo_heads import (
     target_states,
     tiny_llama,
 )
+from tests.stats import chi_square_p_value
 
 
 @pytest.mark.parametrize("backend", ["auto", "hf-eager"])
@@ -78,7 +80,6 @@ def test_sampled_eagle3_tree_steps_follow_the_target_distribution(input_layout):
 
 
 def test_the_eagle3_pipeline_saves_its_checkpoints_and_a_head_that_drafts_exactly(tmp_path):
-    from specdec.drafters import shipped_build as build
 
     from training.zoo.pipeline import EAGLE3, PROFILES, build_zoo
 
@@ -99,7 +100,7 @@ def test_the_eagle3_pipeline_saves_its_checkpoints_and_a_head_that_drafts_exactl
     settings = DecodeSettings(max_new_tokens=12, k=3)
     alone = Generation(target, None, [7, 8, 9], settings).result().token_ids
     for folder in (tmp_path / "out" / EAGLE3, checkpoints[0]):
-        drafter = build.build_eagle(target, "g3", "", folder)
+        drafter = build_eagle(target, "g3", "", folder)
         assert drafter.target_layers == (1, 2) and drafter.head.layers[0].mlp.gate_proj.out_features == 16
         assert Generation(target, drafter, [7, 8, 9], settings).result().token_ids == alone
 
@@ -147,7 +148,7 @@ def _trained_then_again(tmp_path, init_from=None, profile_changes=None, **recipe
 def _shifted(trained):
     """init_from for _trained_then_again: the trained head with every draft id moved by one (as another data's draft
     vocabulary differs from this one's), saved beside its folder's parent as 'shifted'."""
-    from specdec.drafters.shipped_build import load_tensors, read_meta, save_tensors
+    from specdec.drafters.shipped import load_tensors, read_meta, save_tensors
 
     tensors = load_tensors(trained)
     tensors["draft_vocab"] = tensors["draft_vocab"] + 1
@@ -156,7 +157,7 @@ def _shifted(trained):
 
 
 def test_training_from_a_trained_head_starts_from_its_weights(tmp_path):
-    from specdec.drafters.shipped_build import load_tensors
+    from specdec.drafters.shipped import load_tensors
 
     from training.zoo.pipeline import EAGLE3
 
@@ -176,7 +177,7 @@ def test_training_from_a_head_that_drafts_ids_outside_the_runs_vocabulary_is_ref
 def _draft_vocabularies_after_going_on_from_a_shifted_head(tmp_path, widen: bool):
     """(the shifted head's draft vocabulary, the first run's own, the second run's) when the second run keeps the
     shifted head's vocabulary (draft_vocab_from), widened by its data's own when `widen`."""
-    from specdec.drafters.shipped_build import load_tensors
+    from specdec.drafters.shipped import load_tensors
 
     from training.zoo.pipeline import EAGLE3
 
@@ -197,7 +198,8 @@ def test_a_profile_can_widen_a_trained_heads_draft_vocabulary_with_its_own_datas
 
 
 def test_eagle3_is_one_registry_entry_with_an_eight_node_tree_of_its_weights():
-    from specdec.drafters.shipped import BY_NAME, EAGLE3, EAGLE3_TREE, TREES, WEIGHTS
+    from specdec.drafters.eagle3 import EAGLE3, EAGLE3_TREE
+    from specdec.drafters.registry import BY_NAME, TREES, WEIGHTS
 
     assert BY_NAME[EAGLE3].tree is None and BY_NAME[EAGLE3].family == "eagle"
     assert TREES[EAGLE3_TREE].nodes == 8 and WEIGHTS[EAGLE3_TREE] == EAGLE3

@@ -5,8 +5,8 @@ import json
 import shutil
 
 from specdec.drafters.families import families_markdown
-from specdec.drafters.shipped import NAMES, TREES
-from specdec.drafters.shipped_build import ASSETS
+from specdec.drafters.registry import NAMES, TREES
+from specdec.drafters.shipped import ASSETS
 
 import pytest
 

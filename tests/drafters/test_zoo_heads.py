@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from specdec import DecodeSettings
 from specdec.drafters.base import ProposalContext
-from specdec.drafters.head_drafters import DraftVocabModelDrafter, EagleDrafter, MedusaDrafter
+from specdec.drafters.draft_model import DraftVocabModelDrafter, build_draft_model
+from specdec.drafters.eagle import EagleDrafter, build_eagle
+from specdec.drafters.early_exit import build_early_exit
 from specdec.drafters.heads import EagleHead, MedusaHeads, rope_tables
+from specdec.drafters.medusa import MedusaDrafter, build_medusa
 from specdec.engine.decoding import Generation
 from specdec.engine.sampling import build_warpers
 from specdec.models.loading import LoadedModel
@@ -20,9 +23,10 @@ from specdec.models.loading import LoadedModel
 import pytest
 import torch
 import torch.nn.functional as F
+from transformers import LlamaConfig, LlamaForCausalLM
+
 from tests.distribution import exact_first_two, speculative_counts
 from tests.stats import chi_square_p_value
-from transformers import LlamaConfig, LlamaForCausalLM
 
 SAMPLES = 20_000
 P_VALUE_THRESHOLD = 1e-3
@@ -81,7 +85,7 @@ def random_eagle3_concat(target, seed=2, vocab=VOCAB, draft_vocab=DRAFT_VOCAB):
 
 def random_vocab_draft(target, seed=3, vocab=VOCAB, draft_vocab=DRAFT_VOCAB):
     """A one-layer draft model on the target's embedding, ending in the head rows of draft_vocab."""
-    from specdec.drafters.shipped_build import _vocab_drafter
+    from specdec.drafters.draft_model import vocab_drafter
 
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer
 
@@ -89,7 +93,7 @@ def random_vocab_draft(target, seed=3, vocab=VOCAB, draft_vocab=DRAFT_VOCAB):
     layer = LlamaDecoderLayer(target.model.config, layer_idx=0).eval()
     for w in layer.parameters():
         torch.nn.init.normal_(w, std=0.3)
-    drafter = _vocab_drafter(target, "tiny-draft", [layer], [layer], {"draft_vocab": draft_vocab})
+    drafter = vocab_drafter(DraftVocabModelDrafter, target, "tiny-draft", "", [layer], [layer], {"draft_vocab": draft_vocab})
     drafter.vocab_limit = vocab
     return drafter
 
@@ -209,7 +213,6 @@ class CharTokenizer:
 
 
 def test_zoo_pipeline_builds_four_loadable_drafters_in_seconds(tmp_path):
-    from specdec.drafters import shipped_build as build
 
     from training.zoo.pipeline import PROFILES, build_zoo
 
@@ -227,10 +230,10 @@ def test_zoo_pipeline_builds_four_loadable_drafters_in_seconds(tmp_path):
         assert meta["training"]["steps"] >= 1
     target = loaded(model)
     out = tmp_path / "out"
-    drafters = [build.build_draft_model(target, "d", "", out / "smollm2-135m-draft"),
-                build.build_early_exit(target, "e", "", out / "smollm2-135m-early-exit"),
-                build.build_medusa(target, "m", "", out / "smollm2-135m-medusa"),
-                build.build_eagle(target, "g", "", out / "smollm2-135m-eagle")]
+    drafters = [build_draft_model(target, "d", "", out / "smollm2-135m-draft"),
+                build_early_exit(target, "e", "", out / "smollm2-135m-early-exit"),
+                build_medusa(target, "m", "", out / "smollm2-135m-medusa"),
+                build_eagle(target, "g", "", out / "smollm2-135m-eagle")]
     settings = DecodeSettings(max_new_tokens=12, k=3)
     alone = Generation(target, None, [7, 8, 9], settings).result().token_ids
     for drafter in drafters:
@@ -246,8 +249,6 @@ def test_zoo_pipeline_builds_four_loadable_drafters_in_seconds(tmp_path):
 def test_zoo_pipeline_trains_saves_and_loads_a_two_layer_eagle_head(tmp_path):
     from dataclasses import replace
 
-    from specdec.drafters import shipped_build as build
-
     from training.zoo.pipeline import PROFILES, build_zoo
 
     model = tiny_llama(128, seed=6, layers=3)
@@ -260,7 +261,7 @@ def test_zoo_pipeline_trains_saves_and_loads_a_two_layer_eagle_head(tmp_path):
                         prompts=prompts, only=("smollm2-135m-eagle",), log=lambda s: None)
     assert summary["drafters"]["smollm2-135m-eagle"]["layers"] == 2
     target = loaded(model)
-    drafter = build.build_eagle(target, "g", "", tmp_path / "out" / "smollm2-135m-eagle")
+    drafter = build_eagle(target, "g", "", tmp_path / "out" / "smollm2-135m-eagle")
     assert len(drafter.head.layers) == 2
     settings = DecodeSettings(max_new_tokens=12, k=3)
     alone = Generation(target, None, [7, 8, 9], settings).result().token_ids
@@ -269,8 +270,6 @@ def test_zoo_pipeline_trains_saves_and_loads_a_two_layer_eagle_head(tmp_path):
 
 def test_zoo_pipeline_trains_every_drafter_from_a_bfloat16_target_under_autocast(tmp_path):
     from dataclasses import replace
-
-    from specdec.drafters import shipped_build as build
 
     from training.zoo.pipeline import PROFILES, build_zoo
 
@@ -287,7 +286,7 @@ def test_zoo_pipeline_trains_every_drafter_from_a_bfloat16_target_under_autocast
         assert meta["train_config"]["autocast"] and "target in bfloat16" in meta["machine"]
         assert meta["training"]["steps"] >= 1
     target = loaded(model)
-    drafter = build.build_eagle(target, "g", "", tmp_path / "out" / "smollm2-135m-eagle")
+    drafter = build_eagle(target, "g", "", tmp_path / "out" / "smollm2-135m-eagle")
     assert all(torch.isfinite(p).all() for p in drafter.head.parameters())
 
 

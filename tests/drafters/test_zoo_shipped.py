@@ -8,7 +8,7 @@ drafter's weights are not in assets/drafters/.
 from __future__ import annotations
 
 from specdec import DecodeSettings
-from specdec.drafters.shipped import TREES
+from specdec.drafters.registry import TREES
 from specdec.engine.decoding import generate
 
 import pytest
@@ -110,7 +110,7 @@ def test_shipped_drafters_are_registered_for_the_target_only():
 
 
 def test_shipped_weights_fit_the_budget():
-    from specdec.drafters.shipped_build import ASSETS
+    from specdec.drafters.shipped import ASSETS
 
     sizes = [p.stat().st_size for p in ASSETS.glob("*/model.safetensors")]
     if not sizes:

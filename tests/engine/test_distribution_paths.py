@@ -22,6 +22,7 @@ from specdec.drafters.prompt_lookup import PromptLookupDrafter
 
 import pytest
 import torch
+
 from tests.distribution import (
     WARPING_CASES,
     exact_output_law,

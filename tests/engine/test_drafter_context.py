@@ -12,6 +12,7 @@ from specdec.drafters.prompt_lookup import PromptLookupDrafter
 
 import pytest
 import torch
+
 from tests.distribution import warped_law
 from tests.table_model import TableModel
 

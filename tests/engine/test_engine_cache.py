@@ -7,8 +7,9 @@ from specdec.runners.cache_compat import CROP_BY_COUNT, CROP_BY_LENGTH, cache_ar
 
 import pytest
 import torch
-from tests.tiny_models import build_model, save, tiny_config
 from transformers import DynamicCache
+
+from tests.tiny_models import build_model, save, tiny_config
 
 IDS = [4, 8, 15, 16, 23, 42, 7, 1, 3, 9]
 

@@ -16,9 +16,10 @@ from dataclasses import replace
 from specdec import DecodeSettings
 from specdec.engine.verify import Verdict
 
-import tests.distribution as distribution
 import pytest
 import torch
+
+import tests.distribution as distribution
 from tests.stats import chi_square_p_value
 from tests.switching import FlappingSchedule, decisions
 from tests.table_model import TableModel

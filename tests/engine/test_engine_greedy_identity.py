@@ -3,6 +3,7 @@ from specdec import DecodeSettings, Generation, generate, load_model
 
 import pytest
 import torch
+
 from tests.switching import FlappingSchedule, decisions
 from tests.tiny_models import build_model, perturbed_copy, save, tiny_config
 

@@ -2,6 +2,7 @@
 from specdec import DecodeSettings, IncompatibleModelsError, check_compatible, generate, load_model
 
 import pytest
+
 from tests.tiny_models import build_model, save, tiny_config
 from tests.tiny_tokenizers import WORDS, word_tokenizer
 

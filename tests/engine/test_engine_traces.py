@@ -2,6 +2,7 @@
 from specdec import DecodeSettings, Generation, generate, load_model
 
 import pytest
+
 from tests.tiny_models import build_model, perturbed_copy, save, tiny_config
 
 PROMPT = [5, 9, 13, 2]

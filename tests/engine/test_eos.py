@@ -15,6 +15,7 @@ from specdec.drafters.prompt_lookup import PromptLookupDrafter
 
 import pytest
 import torch
+
 from tests.distribution import exact_output_law, output_p_value, sampled_outputs
 from tests.table_model import TableModel
 

@@ -19,9 +19,7 @@ control shows that nothing raises without the mutation).
 from __future__ import annotations
 
 import importlib
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Optional
 
 import specdec.engine.decoding as decoding

@@ -24,6 +24,7 @@ from specdec.ui.views.memory_plots import pareto_figure
 
 import pandas as pd
 import pytest
+
 from tests.ui_fakes import FakeEngine, FakeModel
 
 TWO = ("constant", "heuristic")

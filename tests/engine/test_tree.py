@@ -11,6 +11,7 @@ from specdec.runners.backend import HFEagerRunner
 
 import pytest
 import torch
+
 from tests.drafters.test_zoo_heads import loaded, random_eagle, tiny_llama
 
 #        root

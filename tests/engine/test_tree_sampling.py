@@ -16,9 +16,19 @@ from specdec.engine.verify import verify_tree_sampled
 
 import pytest
 import torch
+
 from tests.distribution import exact_first_two, speculative_counts
+from tests.drafters.test_zoo_heads import (
+    P_VALUE_THRESHOLD,
+    PROMPT,
+    SAMPLES,
+    VOCAB,
+    loaded,
+    next_logits,
+    random_eagle,
+    tiny_llama,
+)
 from tests.stats import chi_square_p_value
-from tests.drafters.test_zoo_heads import P_VALUE_THRESHOLD, PROMPT, SAMPLES, VOCAB, loaded, next_logits, random_eagle, tiny_llama
 
 SHAPE = TreeShape(top=2, beam=2, nodes=5)
 

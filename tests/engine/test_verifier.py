@@ -9,6 +9,7 @@ time, so test_mutations.py can put known-wrong verifiers in its place.
 from specdec.engine import verify
 
 import torch
+
 from tests.stats import chi_square_p_value
 
 SAMPLES = 10_000

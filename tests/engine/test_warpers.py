@@ -14,13 +14,21 @@ Generator seed 0 for every case; a correct engine fails a given case with probab
 from specdec import DecodeSettings, Generation
 from specdec.engine.sampling import probabilities
 
-import tests.distribution as distribution
 import pytest
 import torch
-from tests.distribution import WARPING_CASES, exact_transitions, long_run, transition_counts, transition_p_value, warped_law
+from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+import tests.distribution as distribution
+from tests.distribution import (
+    WARPING_CASES,
+    exact_transitions,
+    long_run,
+    transition_counts,
+    transition_p_value,
+    warped_law,
+)
 from tests.table_model import TableModel
 from tests.tiny_models import build_model, tiny_config
-from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
 RUN_TOKENS = 10_000
 P_VALUE_THRESHOLD = 1e-3

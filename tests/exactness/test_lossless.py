@@ -18,6 +18,7 @@ from specdec.exactness.verifier_faults import ALWAYS_ACCEPT, CHOICES, REAL
 
 import pytest
 import torch
+
 from tests.table_model import TableModel, TableRunner
 
 VOCAB = 6

@@ -1,5 +1,6 @@
 """The chi-square helper used by the distribution tests behaves like the textbook test."""
 import torch
+
 from tests.stats import chi_square_p_value
 
 

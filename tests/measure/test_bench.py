@@ -6,6 +6,7 @@ from specdec.cli.main import main
 from specdec.measure.bench import Sample, compare, drafter_mode
 
 import pytest
+
 from tests.tiny_models import build_model, perturbed_copy, save, tiny_config
 
 

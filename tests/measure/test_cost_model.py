@@ -1,4 +1,6 @@
 """The cost model (specdec/measure/cost_model.py, specdec/measure/device_presets.py) against hand-computed cases."""
+from specdec.drafters.base import DrafterSpec
+from specdec.drafters.eagle import EagleDrafter
 from specdec.engine.theory import theoretical_speedup
 from specdec.errors import ModelLoadError
 from specdec.measure import cost_model as cm
@@ -232,15 +234,19 @@ def test_a_tree_draft_gets_no_cost_model_and_a_message_naming_the_chain(name):
         cm.draft_shape(name, SMOLLM2)
 
 
+def eagle_spec(name: str) -> DrafterSpec:
+    return DrafterSpec(name=name, drafter=EagleDrafter, description="", build=lambda target, load_model=None: None)
+
+
 def test_an_eagle_head_of_two_layers_costs_two_layers_per_drafted_token():
     meta = {"data": {"draft_vocab": 12288}, "layers": 2}
-    shape = cm.zoo_shape("two-layer-eagle", "eagle", meta, SMOLLM2)
+    shape = cm.shipped_shape(eagle_spec("two-layer-eagle"), meta, SMOLLM2)
     assert shape.network.layers == 2 and shape.network.head_rows == 12288
 
 
 def test_an_eagle3_head_costs_one_layer_of_its_own_mlp_width_per_drafted_token():
     meta = {"data": {"draft_vocab": 12288}, "layers": 1, "feature_layers": [2, 15, 27], "intermediate_size": 640}
-    shape = cm.zoo_shape("eagle3", "eagle", meta, SMOLLM2)
+    shape = cm.shipped_shape(eagle_spec("eagle3"), meta, SMOLLM2)
     assert shape.network.layers == 1 and shape.network.intermediate == 640 and shape.network.head_rows == 12288
 
 

@@ -17,6 +17,7 @@ from specdec.measure.speedup import (
 )
 
 import pytest
+
 from tests.tiny_models import build_model, save, tiny_config
 from tests.ui_fakes import FakeEngine, FakeModel
 

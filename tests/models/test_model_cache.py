@@ -8,6 +8,7 @@ from specdec.models import loading, memory
 from specdec.models.cache import ModelCache
 
 import pytest
+
 from tests.tiny_models import build_model, save, tiny_config
 
 MB = 1_000_000

@@ -2,9 +2,8 @@
 `auto` through the engine, the CLI and the app's callbacks."""
 import json
 
-from specdec import DecodeSettings, generate, load_model
+from specdec import DecodeSettings, generate, load_model, start
 from specdec.cli.main import main
-from specdec.drafters.registry import load_drafter
 from specdec.engine.schedules import OFF_BELOW, ON_ABOVE, PROBE_MAX_GAP, AutoSchedule, CostPrior
 from specdec.engine.theory import expected_tokens_per_forward, theoretical_speedup, wilson_upper
 from specdec.planning import costs as auto_costs
@@ -18,6 +17,7 @@ from specdec.planning.choice import (
     prompt_kind,
     rank,
 )
+from specdec.planning.run import load_drafter
 
 import pytest
 
@@ -321,6 +321,25 @@ def test_auto_runs_the_chosen_drafter_and_keeps_greedy_output_exact(lab):
     assert result.draft_name == AUTO and result.auto["drafter"] == "lab-draft-distilled"
     assert result.auto["prompt_kind"] == "code" and all(e.decision for e in result.events)
     assert result.token_ids == generate(target, None, ids, settings).token_ids
+
+
+def test_a_planned_run_records_the_auto_schedule_it_ran_not_the_settings_one(lab):
+    target, _ = lab
+    settings = DecodeSettings(k=4, max_new_tokens=8, k_schedule="constant")
+    result = generate(target, lab_auto(target, 4.5), target.encode("def parse(argv):"), settings)
+    assert result.k_schedule == "auto" and result.to_dict()["k_schedule"] == "auto"
+
+
+def test_a_run_with_a_named_drafter_records_the_settings_schedule(lab):
+    target, draft = lab
+    result = generate(target, draft, target.encode("x = 1"), DecodeSettings(k=3, max_new_tokens=4))
+    assert result.k_schedule == "constant"
+
+
+def test_auto_is_planned_before_the_engine_runs_and_the_engine_never_sees_the_planner(lab):
+    target, _ = lab
+    gen = start(target, lab_auto(target, 4.5), target.encode("def parse(argv):"), DecodeSettings(k=4, max_new_tokens=4))
+    assert gen.drafter.name == "lab-draft-distilled" and gen.draft_label == AUTO and gen.plan["drafter"] == gen.drafter.name
 
 
 def test_auto_with_a_drafter_that_cannot_pay_starts_with_speculation_off(lab, monkeypatch):

@@ -7,6 +7,7 @@ from specdec.models.presets import resolve_model
 
 import pytest
 import torch
+
 from tests.tiny_models import build_model, save, tiny_config
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")

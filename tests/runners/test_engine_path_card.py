@@ -6,6 +6,7 @@ from specdec.ui.session import Session
 from specdec.ui.views.cards import _engine_card
 
 import pytest
+
 from tests.ui.test_ui_callbacks import ARGS
 from tests.ui_fakes import FakeEngine
 

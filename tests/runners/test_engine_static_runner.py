@@ -5,6 +5,7 @@ from specdec.runners.static import StaticLlamaRunner
 
 import pytest
 import torch
+
 from tests.tiny_models import IDS, build_model, drive, perturbed_copy, save, tiny_config
 
 

@@ -14,6 +14,7 @@ from specdec.runners.static import StaticLlamaRunner
 import pytest
 import torch
 import torch.nn.functional as F
+
 from tests.tiny_models import IDS, build_model, drive, perturbed_copy, save, tiny_config
 
 pytestmark = pytest.mark.skipif(not native_kernels.available(), reason=native_kernels.unavailable_reason())

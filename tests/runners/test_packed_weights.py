@@ -8,6 +8,7 @@ from specdec.runners.static import StaticLlamaRunner
 
 import pytest
 import torch
+
 from tests.tiny_models import build_model, save, tiny_config
 
 IDS = [4, 8, 15, 16, 23, 42, 7, 1, 3, 9, 11, 2]

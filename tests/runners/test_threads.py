@@ -5,6 +5,7 @@ from specdec.runners.threads import forward_threads, set_model_threads, step_thr
 
 import pytest
 import torch
+
 from tests.tiny_models import build_model, save, tiny_config
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")

@@ -9,6 +9,7 @@ from specdec.runners.tuning import CandidateFigures, TunedPath, choose
 
 import pytest
 import torch
+
 from tests.tiny_models import build_model, save, tiny_config
 
 CPU = torch.device("cpu")

@@ -49,6 +49,14 @@ def test_a_bad_limit_flag_exits_with_a_usage_line(capsys):
     assert stop.value.code == 2 and "--max-sweep-points must be a finite number of at least 1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("variable, value", [("SPECDEC_SHARE", "maybe"), ("SPECDEC_PORT", "http"),
+                                             ("SPECDEC_ALLOW_LOCAL_PATHS", "sometimes"), ("SPECDEC_PUBLIC", "2")])
+def test_a_bad_app_variable_exits_with_a_usage_line_naming_it(capsys, variable, value):
+    with pytest.raises(SystemExit) as stop:
+        parse_options([], env={variable: value})
+    assert stop.value.code == 2 and f"app.py: error: {variable} must be " in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("text", ["🦀", "مرحبا", "a\x00\x1b[0m\u202e", ""])
 def test_valid_unicode_passes_the_prompt_check_unchanged(text):
     assert check_prompt_text(text, 100) == text

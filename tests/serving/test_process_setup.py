@@ -11,12 +11,12 @@ from specdec.runners import tuning
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-APP_PATH = f"""
+APP_PATH = """
 import json, sys
 import app  # the app's entry module, as `python app.py` imports it
 from specdec import load_model
 from specdec.serving.process import describe_process
-print(json.dumps({{"process": describe_process(), "path": load_model("lab-target").tuned.to_dict()}}))
+print(json.dumps({"process": describe_process(), "path": load_model("lab-target").tuned.to_dict()}))
 """
 
 

@@ -6,8 +6,8 @@ import json
 from dataclasses import replace
 
 import pytest
-from tests.drafters.test_zoo_heads import tiny_llama
 
+from tests.drafters.test_zoo_heads import tiny_llama
 from training.zoo.asked import asked_prompts, is_kept, mentions_held_out, write_instructions
 from training.zoo.prompts import (
     CHAT_TEMPLATES,

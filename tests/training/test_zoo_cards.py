@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import json
 
-from specdec.drafters.shipped import EAGLE, EAGLE_TREE, TREES
+from specdec.drafters.eagle import EAGLE, EAGLE_TREE
+from specdec.drafters.registry import TREES
 
 from training.zoo.cards import write_model_cards
 

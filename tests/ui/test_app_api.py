@@ -5,6 +5,7 @@ from specdec.ui.launch import app_process
 
 import pytest
 from gradio_client import Client
+
 from tests.tiny_models import build_model, save, tiny_config
 
 GENERATE = dict(prompt="def fibonacci(n):\n", clean_whitespace=True, target="lab-target",

@@ -9,8 +9,9 @@ from specdec.ui.launch import app_process
 
 import httpx
 import pytest
-from tests.bad_models import build_all
 from gradio_client import Client
+
+from tests.bad_models import build_all
 
 LIMITS = ["--max-new-tokens", "64", "--max-prompt-chars", "4000", "--max-sweep-points", "12",
           "--model-cache-gb", "0.05", "--max-repeats", "3"]

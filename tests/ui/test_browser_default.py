@@ -6,6 +6,7 @@ from specdec.ui.launch import ROOT
 
 import pytest
 from playwright.sync_api import expect
+
 from tests.ui.test_browser import browser_page
 
 SCREENSHOT = ROOT / "assets" / "screenshot.png"

@@ -5,6 +5,7 @@ lab back. Runs on real vLLM servers: test_vllm_server.py."""
 import socket
 
 from playwright.sync_api import expect
+
 from tests.ui.test_browser import browser_page
 
 expect.set_options(timeout=180_000)  # runs share 2 CPU cores with whatever else is running

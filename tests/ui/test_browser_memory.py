@@ -2,6 +2,7 @@
 drafters draws the speedup-vs-extra-memory chart with its Pareto front, and the table's memory columns."""
 import pytest
 from playwright.sync_api import expect
+
 from tests.ui.test_browser import LAB_PAIR, browser_page, headers_fit, sweep_drafts, sweep_settings, use_models
 
 expect.set_options(timeout=180_000)  # runs share 2 CPU cores with whatever else is running

@@ -3,6 +3,7 @@ clicked just before Run whose request reaches the server only after the new run 
 alone (the race found while writing the browser tests), and a Stop during a run still stops it."""
 import httpx
 from playwright.sync_api import expect
+
 from tests.ui.test_browser import LAB_PAIR, browser_page, set_number, use_models
 
 expect.set_options(timeout=180_000)  # runs share 2 CPU cores with whatever else is running

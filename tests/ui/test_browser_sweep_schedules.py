@@ -2,6 +2,7 @@
 "K schedules" control, and a sweep of constant K against the heuristic schedule drawing one line for each."""
 import pytest
 from playwright.sync_api import expect
+
 from tests.ui.test_browser import LAB_PAIR, browser_page, headers_fit, pick, sweep_drafts, sweep_settings, use_models
 
 expect.set_options(timeout=180_000)  # runs share 2 CPU cores with whatever else is running

@@ -9,6 +9,7 @@ from specdec.ui.tabs.tour import TAB_LABELS
 
 import pytest
 from playwright.sync_api import expect
+
 from tests.ui.test_browser import browser_page
 
 expect.set_options(timeout=180_000)  # runs share 2 CPU cores with whatever else is running

@@ -8,6 +8,7 @@ from specdec.vllm import launcher
 
 import pytest
 from playwright.sync_api import expect
+
 from tests.ui.test_browser import browser_page, sweep_drafts, sweep_settings
 from tests.vllm.test_vllm_server import PROMPTS, _venv_or_skip, smollm2_spec
 

@@ -7,6 +7,7 @@ from specdec.ui.session import Session
 from specdec.ui.tabs import cost as cost_tab
 
 import pytest
+
 from tests.ui_fakes import FakeEngine
 
 HERE = Device(THIS_MACHINE, "this test machine", bandwidth=10e9, peak_flops={"float32": 50e9},

@@ -6,6 +6,7 @@ from specdec.ui.launch import app_process
 
 import pytest
 from gradio_client import Client
+
 from tests.ui.test_app_api import GENERATE, OUTPUTS
 
 PRELOADED_FALLBACK = "preloaded lab-target + lab-draft-distilled"

@@ -8,6 +8,7 @@ from specdec.ui.session import Session
 from specdec.ui.tabs.lossless import check, histogram_figure, render_greedy, result_json
 
 import pytest
+
 from tests.ui_fakes import FakeEngine
 
 SETTINGS = dict(prompt="Explain.", clean_whitespace=False, target="t", draft="d", target_custom="", draft_custom="",

@@ -7,6 +7,7 @@ from specdec.ui.session import Session
 from specdec.ui.throttle import Throttle
 
 import pytest
+
 from tests.ui_fakes import FakeEngine
 
 ARGS = dict(prompt="def f(x):", clean_whitespace=False, target="lab-target", draft="lab-draft", target_custom="",
@@ -162,7 +163,7 @@ def test_bad_input_shows_an_error_and_touches_nothing_else(lab, changes, message
 def test_out_of_memory_is_reported_clearly(lab, engine):
     def boom(*args, **kwargs):
         raise MemoryError()
-    engine.Generation = boom
+    engine.start = boom
     assert "Out of memory" in run(lab)[-1]["error"]
 
 

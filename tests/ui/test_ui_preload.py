@@ -7,6 +7,7 @@ from specdec.ui.preload import FALLBACK_PAIR, PRELOAD_FETCH, PreloadState, prelo
 from specdec.ui.session import Session
 
 import gradio as gr
+
 from tests.ui_fakes import FakeEngine
 
 

@@ -11,7 +11,7 @@ ARGS = dict(prompt="x = 1", clean_whitespace=False, target="lab-target", draft="
 
 
 def lane(name, draft, engine=FakeEngine()):
-    return Lane(name, engine.Generation(FakeModel("t"), draft, [1], DecodeSettings(k=4, max_new_tokens=16)))
+    return Lane(name, engine.start(FakeModel("t"), draft, [1], DecodeSettings(k=4, max_new_tokens=16)))
 
 
 def test_the_lane_with_less_compute_so_far_runs_next():

@@ -11,6 +11,7 @@ from specdec.ui.tabs.report import add_svg_buttons, build_report, download_repor
 import gradio as gr
 import pytest
 from plotly.offline import get_plotlyjs
+
 from tests.ui.test_ui_tour import sweep_rows
 from tests.ui_fakes import FakeEngine
 

@@ -24,6 +24,7 @@ from specdec.ui.tabs.sweep_run import (
 )
 
 import pytest
+
 from tests.ui_fakes import FakeEngine, FakeModel
 
 SWEEP = dict(prompt="def f(x):", clean_whitespace=False, target="lab-target", target_custom="",

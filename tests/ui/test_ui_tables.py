@@ -5,6 +5,7 @@ from specdec.engine.events import DecodeSettings
 from specdec.ui.views import tables
 
 import pandas as pd
+
 from tests.ui_fakes import FakeEngine, FakeModel, mixed_run
 
 

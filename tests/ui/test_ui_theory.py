@@ -4,6 +4,7 @@ from dataclasses import replace
 from specdec.engine import theory
 
 import pytest
+
 from tests.ui_fakes import make_step, mixed_run
 
 
@@ -38,7 +39,7 @@ def test_measured_alpha_ignores_unchecked_positions():
 
 
 def test_acceptance_rate_counts_unchecked_tokens_as_drafted_unlike_alpha():
-    assert theory.compute_stats(mixed_run()).acceptance_rate == pytest.approx(4 / 7)
+    assert theory.live_metrics(mixed_run()).acceptance_rate == pytest.approx(4 / 7)
 
 
 def test_the_measured_form_divides_by_k_c_plus_v():
@@ -79,11 +80,11 @@ def test_cost_ratio_is_median_draft_forward_over_median_target_forward():
 
 
 def test_stats_from_events_count_one_target_forward_per_step():
-    stats = theory.compute_stats(mixed_run())
+    stats = theory.live_metrics(mixed_run())
     assert (stats.new_tokens, stats.target_forwards, stats.accepted_tokens, stats.drafted_tokens) == (7, 3, 4, 7)
     assert stats.tokens_per_forward == pytest.approx(7 / 3)
 
 
 def test_measured_speedup_is_the_ratio_of_tokens_per_second():
-    fast, slow = replace(theory.compute_stats(mixed_run()), wall_time_s=1.0), replace(theory.compute_stats(mixed_run()), wall_time_s=2.0)
+    fast, slow = replace(theory.live_metrics(mixed_run()), wall_time_s=1.0), replace(theory.live_metrics(mixed_run()), wall_time_s=2.0)
     assert theory.measured_speedup(fast, slow) == 2.0 and theory.measured_speedup(fast, None) is None

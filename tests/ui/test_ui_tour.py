@@ -15,6 +15,7 @@ from specdec.ui.tabs.lossless import result_json
 from specdec.ui.tabs.tour import SETTINGS, TourState, load_exercise, record_check, reveal_answer
 
 import pytest
+
 from tests.ui_fakes import FakeEngine, FakeModel
 
 GREEDY, HOT, BEST_K = find_exercise("greedy"), find_exercise("hot"), find_exercise("best_k")

@@ -9,6 +9,7 @@ from specdec.ui.session import Session
 from specdec.ui.vllm import engine as vllm_engine
 
 import pytest
+
 from tests.ui_fakes import FakeEngine
 from tests.vllm_fakes import FakeServers
 

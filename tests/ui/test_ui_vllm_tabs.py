@@ -8,6 +8,7 @@ from specdec.ui.tabs.sweep import run_sweep
 from specdec.ui.vllm import engine as vllm_engine
 
 import pytest
+
 from tests.ui_fakes import FakeEngine
 from tests.vllm_fakes import FakeLauncher, FakeServers
 

@@ -12,7 +12,7 @@ import platform
 import time
 from pathlib import Path
 
-from specdec.drafters.head_drafters import FOLLOWS_TEXT
+from specdec.drafters.registry import FOLLOWS_TEXT
 from specdec.models.dtypes import dtype_name
 from specdec.runners.threads import threads_for_step
 
@@ -33,8 +33,7 @@ def _fmt(x, spec=".2f", none="–"):
 
 def _load(out: Path, only: tuple[str, ...] | None = None):
     """The target, the shipped drafters (only: those named) and the tree drafts of the heads among them."""
-    from specdec.drafters.registry import load_drafter
-    from specdec.drafters.shipped import NAMES, TREES, WEIGHTS
+    from specdec.drafters.registry import NAMES, TREES, WEIGHTS, load_drafter
     from specdec.models.loading import load_model
 
     from training.zoo.data import chat_ids
@@ -167,7 +166,7 @@ def write_cards(out: Path, prompts_per_kind: int = PROMPTS_PER_KIND, log=print, 
 def write_model_cards(out: Path, m: dict, log=print) -> None:
     """README.md and card.json of every measured drafter from the measurement `m` and its zoo.json (a tree
     draft's: its head's)."""
-    from specdec.drafters.shipped import BY_NAME, TREES, WEIGHTS
+    from specdec.drafters.registry import BY_NAME, TREES, WEIGHTS
 
     for name in m["figures"]:
         description = BY_NAME[name].description if name in BY_NAME else ""

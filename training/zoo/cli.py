@@ -17,20 +17,10 @@ def add_parser(sub) -> None:
                      help="all = data + train + cards; data shards in --work are reused when present")
     zoo.add_argument("--profile", default="bf16",
                      choices=list(PROFILES),
-                     help="bf16: the shipped weights' recipe (CPUs with native bfloat16); more-data: the float32 "
-                          "recipe with half its data (the weights shipped before); first: the first, smaller one; "
-                          "eagle-2-layers: an experiment (a two-layer EAGLE head on more-data's data); eagle3: the "
-                          "EAGLE-3 head on half of bf16's data (its own, keeping three layers' outputs); eagle3-more-data: "
-                          "eagle3 on bf16's amount of data (the EAGLE-3 head shipped before); eagle3-chat: an experiment "
-                          "(eagle3-more-data with three quarters chat instructions from more templates); eagle3-chat-all: "
-                          "the EAGLE-3 head shipped until 2026-12-05 (eagle3-chat's plan to its end, a third more data, 7 "
-                          "passes); eagle3-concat: eagle3-chat-all's data and recipe in vLLM's eagle3 layer (shipped until "
-                          "2026-12-05 05:30 UTC); eagle3-asked: eagle3-concat plus instructions the target wrote itself "
-                          "(shipped until 2026-12-05 11:10 UTC); eagle3-asked-more: the shipped EAGLE-3 head (eagle3-asked's, "
-                          "5 more passes from its weights); eagle3-wide: an experiment (eagle3-asked's recipe with the target's MLP "
-                          "width, half the steps); eagle3-topics: an experiment (the shipped head trained on answers about "
-                          "topics from the target's vocabulary); eagle3-topics-wide-vocab: eagle3-topics with the draft vocabulary "
-                          "widened by its data's; tiny, tiny-eagle3: seconds")
+                     help="bf16: the shipped recipe of the EAGLE head, Medusa, the early exit and the draft model "
+                          "(CPUs with native bfloat16); eagle3-asked, then eagle3-asked-more: the shipped EAGLE-3 "
+                          "head's two stages (the second from the first's weights in <work>/init); tiny, tiny-eagle3: "
+                          "seconds, for tests (docs/zoo.md, \"Building\")")
     zoo.add_argument("--seed", type=int, default=0)
     zoo.add_argument("--out", default=None, help="folder for the drafters (default: assets/drafters)")
     zoo.add_argument("--work", default=None, help="data shards and logs (default: ~/.cache/specdec/zoo-work/<profile>)")
@@ -76,7 +66,7 @@ def profile_of(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> None:
-    from specdec.drafters.shipped_build import ASSETS
+    from specdec.drafters.shipped import ASSETS
 
     from training.zoo.pipeline import build_zoo, default_work, load_target_for_training
 

@@ -61,19 +61,42 @@ class ZooProfile:
     widen_draft_vocab: bool = False  # with draft_vocab_from: that vocabulary joined with this data's own draft_vocab ids
 
 
+# The shipped recipes, one flat config each. `bf16` trained the EAGLE head, Medusa, the early exit and the draft
+# model (the CLI's default); `eagle3-asked-more` the EAGLE-3 head, going on from an earlier head's weights (<work>/init).
+# How each came to be, and the recipes that were tried and not shipped: docs/notebook/ (docs/zoo.md links them).
+# Amounts are fixed (the first gen_batches batches of the seeded prompt order, fixed epochs), so a command reproduces
+# its weights; time budgets are safety caps only (a stage that hits one says so in its zoo.json).
+EAGLE_RECIPE = TrainConfig(epochs=3, lr=1.5e-3, ttt_depth=3, reg_weight=0.1, autocast=True, time_budget_s=45 * 60)
+MEDUSA_RECIPE = TrainConfig(epochs=2, lr=3e-3, position_fraction=0.5, autocast=True, time_budget_s=30 * 60)
+EARLY_EXIT_RECIPE = TrainConfig(epochs=2, lr=2e-3, autocast=True, time_budget_s=35 * 60)
+DRAFT_MODEL_RECIPE = TrainConfig(epochs=2, lr=2e-3, autocast=True, time_budget_s=50 * 60)
+EAGLE3_FIRST_RECIPE = TrainConfig(epochs=5, lr=1.5e-3, ttt_depth=3, reg_weight=0.0, autocast=True,
+                                  feature_layers=(2, 15, 27), eagle_intermediate=640, eagle_input="concat",
+                                  checkpoints=(0.25, 0.5), time_budget_s=60 * 60)
+EAGLE3_RECIPE = replace(EAGLE3_FIRST_RECIPE, lr=7.5e-4, init_from="init", checkpoints=(0.25, 0.5, 0.75))
+
 PROFILES = {
-    # The first recipe (fixed amounts, so the command reproduces its weights; no time budgets): the first
-    # gen_batches batches of the seeded prompt order, then a fixed number of optimiser steps each.
-    "first": ZooProfile(
-        name="first", prompts=2400, gen_batches=22, gen_batch=16, max_new_tokens=160, gen_time_budget_s=None,
-        exit_layer=6, draft_vocab=12288, batch_tokens=1024,
-        # time budgets are safety caps only: a stage that hits one says so in its zoo.json
-        eagle=TrainConfig(epochs=2, lr=1.5e-3, ttt_depth=2, reg_weight=0.1, time_budget_s=26 * 60),
-        medusa=TrainConfig(epochs=3, lr=3e-3, position_fraction=0.5, time_budget_s=6 * 60),
-        early=TrainConfig(epochs=3, lr=2e-3, time_budget_s=10 * 60),
-        draft=TrainConfig(epochs=3, lr=2e-3, time_budget_s=14 * 60),
-    ),
-    # seconds: the pipeline smoke test (tiny random target)
+    # For CPUs with native bfloat16 (AVX-512 BF16 / AMX): the target generates the data in bfloat16 (the features
+    # the heads read at run time on such a CPU), the first 76 batches of 48 of 6,000 built instructions; every
+    # drafter trains under bfloat16 autocast with float32 master weights; EAGLE's training-time test is unrolled to
+    # depth 3 (the head also learns from its own predictions three steps on).
+    "bf16": ZooProfile(
+        name="bf16", prompts=6000, gen_batch=48, max_new_tokens=160, gen_batches=76, gen_time_budget_s=None,
+        exit_layer=6, draft_vocab=12288, batch_tokens=1024, dtype="bfloat16",
+        eagle=EAGLE_RECIPE, medusa=MEDUSA_RECIPE, early=EARLY_EXIT_RECIPE, draft=DRAFT_MODEL_RECIPE),
+    # The EAGLE-3 head in vLLM's eagle3 layer ("concat" input), fusing the residual stream after layers 2, 15 and
+    # 27 of 30 (EAGLE-3's low, middle and high layers), its MLP 640 wide (the target's: 1,536) so the shipped
+    # drafters stay within 40 MB. Data: all 101 batches of 48 instructions, three quarters chat from the larger
+    # template set (prompt_mix "chat"), plus the answers to 1,920 instructions the target wrote itself (asked.py).
+    # Training in two stages on the same data: `eagle3-asked` trains 5 passes from scratch; `eagle3-asked-more`
+    # 5 more passes from those weights (copied to <work>/init), the learning rate's cosine restarted at half its peak.
+    "eagle3-asked": ZooProfile(
+        name="eagle3-asked", prompts=6000, gen_batch=48, max_new_tokens=160, gen_batches=None,
+        gen_time_budget_s=90 * 60, exit_layer=6, draft_vocab=12288, batch_tokens=1024, dtype="bfloat16",
+        feature_layers=(2, 15, 27), drafters=(EAGLE3,), prompt_mix="chat", asked_prompts=1920,
+        eagle=EAGLE_RECIPE, medusa=MEDUSA_RECIPE, early=EARLY_EXIT_RECIPE, draft=DRAFT_MODEL_RECIPE,
+        eagle3=EAGLE3_FIRST_RECIPE),
+    # seconds: the pipeline smoke tests (tiny random targets)
     "tiny": ZooProfile(
         name="tiny", prompts=6, gen_batch=3, max_new_tokens=6, gen_batches=None, gen_time_budget_s=None,
         exit_layer=1, draft_vocab=64, batch_tokens=256,
@@ -82,111 +105,7 @@ PROFILES = {
         early=TrainConfig(epochs=1, warmup_steps=1), draft=TrainConfig(epochs=1, warmup_steps=1),
     ),
 }
-
-
-# The float32 recipe (the weights shipped until the project's CPU computed bf16 natively): the first recipe with
-# five times the self-distilled data (the first 38 batches of 48), 3 epochs for EAGLE and 2 for the other three.
-_FIRST = PROFILES["first"]
-PROFILES["more-data"] = replace(
-    _FIRST, name="more-data", gen_batch=48, gen_batches=38,
-    eagle=replace(_FIRST.eagle, epochs=3, time_budget_s=40 * 60),
-    medusa=replace(_FIRST.medusa, epochs=2, time_budget_s=30 * 60),
-    early=replace(_FIRST.early, epochs=2, time_budget_s=35 * 60),
-    draft=replace(_FIRST.draft, epochs=2, time_budget_s=50 * 60))
-# The recipe of the shipped weights (the CLI's default), for CPUs with native bfloat16 (AVX-512 BF16 / AMX): the
-# target generates the data in bfloat16 (~2x faster there than float32, and the features the heads read at run
-# time on such a CPU), so under two hours buy twice more-data's data (the first 76 batches of 48 of 6000 built
-# instructions); every drafter trains under bfloat16 autocast (float32 master weights), more-data's epochs; EAGLE's
-# training-time test is unrolled to depth 3 (the head also learns from its own predictions three steps on: +5% tokens
-# per forward on held-out chat at K = 2, +12% on code, against depth 2; docs/zoo.md).
-_MORE = PROFILES["more-data"]
-PROFILES["bf16"] = replace(
-    _MORE, name="bf16", prompts=6000, gen_batches=76, dtype="bfloat16",
-    eagle=replace(_MORE.eagle, autocast=True, ttt_depth=3, time_budget_s=45 * 60),
-    medusa=replace(_MORE.medusa, autocast=True), early=replace(_MORE.early, autocast=True),
-    draft=replace(_MORE.draft, autocast=True))
-# An experiment, not shipped: the shipped EAGLE recipe with two decoder layers in the head (docs/zoo.md,
-# "Compute and what fell short": no measurable gain in first-draft agreement). Train it on more-data's
-# shards: --work ~/.cache/specdec/zoo-work/more-data --only smollm2-135m-eagle --out <folder>.
-PROFILES["eagle-2-layers"] = replace(
-    PROFILES["more-data"], name="eagle-2-layers",
-    eagle=replace(PROFILES["more-data"].eagle, eagle_layers=2, time_budget_s=60 * 60))
-
-
-# EAGLE-3 (docs/zoo.md, "EAGLE-3"): half of bf16's data (its first 38 batches of the same seeded order, made
-# the same way) keeping the residual stream after layers 2, 15 and 27 of 30 (EAGLE-3's low, middle and high
-# layers: 2, L/2, L-3); a head fusing them, trained on tokens only, training-time test three steps deep (what a
-# K = 4 chain drafts), bf16 autocast as the other recipes; its MLP is 640 wide (the target's: 1536) so that the
-# shipped zoo stays within 40 MB. The EAGLE recipe of bf16 (`--only smollm2-135m-eagle`) trains on the same data.
-_BF16 = PROFILES["bf16"]
-PROFILES["eagle3"] = replace(
-    _BF16, name="eagle3", gen_batches=38, gen_time_budget_s=45 * 60, feature_layers=(2, 15, 27),
-    drafters=(EAGLE3,), eagle=replace(_BF16.eagle, time_budget_s=25 * 60),
-    eagle3=replace(_BF16.eagle, reg_weight=0.0, feature_layers=(2, 15, 27), eagle_intermediate=640,
-                   checkpoints=(0.25, 0.5), time_budget_s=25 * 60))
-# The EAGLE-3 head shipped until 2026-12-04: eagle3 on bf16's 76 batches (the EAGLE head's data, so the two compare at
-# equal data; docs/zoo.md). Reuse eagle3's 38 batches: --work ~/.cache/specdec/zoo-work/eagle3.
-PROFILES["eagle3-more-data"] = replace(
-    PROFILES["eagle3"], name="eagle3-more-data", gen_batches=76, gen_time_budget_s=90 * 60,
-    eagle3=replace(PROFILES["eagle3"].eagle3, time_budget_s=45 * 60))
-# An experiment (docs/zoo.md, "What bounds chat"): eagle3-more-data's recipe and amount of data (76 batches of
-# 48), with three quarters of the instructions chat, drawn from twice as many templates (prompts.MORE_CHAT_TEMPLATES).
-PROFILES["eagle3-chat"] = replace(PROFILES["eagle3-more-data"], name="eagle3-chat", prompt_mix="chat")
-# The EAGLE-3 head shipped until 2026-12-05 (docs/zoo.md, "What bounds chat"): eagle3-chat's plan generated to its end (all
-# 101 batches of 48, a third more data than eagle3-chat; its first 76 batches are eagle3-chat's, so hard-linking those
-# shards into this profile's work folder saves their 33 minutes) and 7 passes over it (as many steps as 9 passes over
-# eagle3-chat's data: 38.5 minutes on the AVX-512 EPYC).
-PROFILES["eagle3-chat-all"] = replace(
-    PROFILES["eagle3-chat"], name="eagle3-chat-all", gen_batches=None,
-    eagle3=replace(PROFILES["eagle3-chat"].eagle3, epochs=7, time_budget_s=60 * 60))
-# The EAGLE-3 head shipped until 2026-12-05 05:30 UTC: eagle3-chat-all's data and recipe with the head in EAGLE-3's reference layer,
-# vLLM's llama_eagle3 (EagleHead's "concat" input: attention over [norm(embedding); norm(feature)], the feature as the
-# residual), so that vLLM drafts with the very head the lab does; it also drafts more than the fc layer on every kind
-# (docs/zoo.md, "EAGLE-3 in vLLM's layer"). Reuse eagle3-chat-all's shards (hard links): 38.3 minutes of training.
-PROFILES["eagle3-concat"] = replace(
-    PROFILES["eagle3-chat-all"], name="eagle3-concat",
-    eagle3=replace(PROFILES["eagle3-chat-all"].eagle3, eagle_input="concat"))
-# The EAGLE-3 head shipped until 2026-12-05 11:10 UTC (docs/zoo.md, "Instructions the target asks itself"): eagle3-concat's data plus
-# answers to 1,920 instructions the target wrote itself (asked.py: more kinds of asking, more topics), 5 passes, as many
-# steps as eagle3-concat's 7 (equal compute). Reuse eagle3-chat-all's shards (hard links into <work>/shards): 28 minutes
-# to write and answer the new instructions, 36.8 of training on the AVX-512 EPYC.
-PROFILES["eagle3-asked"] = replace(
-    PROFILES["eagle3-concat"], name="eagle3-asked", asked_prompts=1920,
-    eagle3=replace(PROFILES["eagle3-concat"].eagle3, epochs=5))
-# The shipped EAGLE-3 head's recipe (docs/zoo.md, "Twice the passes"): eagle3-asked's head trained 5 more passes over its
-# own data (hard-link eagle3-asked's shards and asked-shards, copy asked.json, into <work>), from its weights (<work>/init:
-# model.safetensors of assets/drafters/smollm2-135m-eagle3 at commit 7c3b826), the learning rate's cosine restarted at
-# half its peak. 37.5 minutes of training on the AVX-512 EPYC.
-PROFILES["eagle3-asked-more"] = replace(
-    PROFILES["eagle3-asked"], name="eagle3-asked-more",
-    eagle3=replace(PROFILES["eagle3-asked"].eagle3, init_from="init", lr=7.5e-4, checkpoints=(0.25, 0.5, 0.75)))
-# An experiment (docs/zoo.md, "A wider head"): is the head's capacity what bounds held-out chat? eagle3-asked's data and
-# recipe with the target's MLP width (1,536 instead of 640: ~10.2 MB instead of 7.1 in bf16, past the 40 MB zoo), from
-# the identity, for half of eagle3-asked's steps on a schedule of their own (the session's time: 20.9 minutes). Reuse
-# eagle3-asked's shards as eagle3-asked-more does (no init folder). Level with the narrow head at equal steps.
-PROFILES["eagle3-wide"] = replace(
-    PROFILES["eagle3-asked"], name="eagle3-wide",
-    eagle3=replace(PROFILES["eagle3-asked"].eagle3, eagle_intermediate=1536, max_steps=3398, checkpoints=(0.5,),
-                   time_budget_s=28 * 60))
-# An experiment (docs/zoo.md, "What the first guess misses"): the head misses the target's confident choices on held-out
-# topics, not held-out ways of asking. The shipped head (<work>/init: assets/drafters/smollm2-135m-eagle3) trained on
-# the answers to eagle3-chat's mix of instructions with its chat topics drawn from ~9,800 words of the target's own
-# vocabulary (topics.py) instead of ~200 listed ones; its draft vocabulary kept, so it goes on from its weights.
-PROFILES["eagle3-topics"] = replace(
-    PROFILES["eagle3-asked-more"], name="eagle3-topics", asked_prompts=0, topic_source="vocabulary",
-    draft_vocab_from="init", gen_batches=56, gen_time_budget_s=40 * 60,
-    eagle3=replace(PROFILES["eagle3-asked-more"].eagle3, epochs=4, checkpoints=(0.5,)))
-# An experiment (docs/zoo.md, "What the first guess misses"): eagle3-topics with the head's draft vocabulary widened by
-# the topics data's own 12,288 first choices (16,000 ids), so that tokens of new topics can be drafted at all.
-PROFILES["eagle3-topics-wide-vocab"] = replace(PROFILES["eagle3-topics"], name="eagle3-topics-wide-vocab",
-                                               widen_draft_vocab=True)
-# An experiment (docs/zoo.md, "The text's own tokens"): eagle3-topics trained as the heads now draft, over the draft
-# vocabulary plus each answer's own text's ids (TrainConfig.context_rows), so that the head learns to rank the rare
-# tokens a prompt names; the same data (shards hard-linked from eagle3-topics), init, schedule and seed.
-PROFILES["eagle3-topics-context"] = replace(
-    PROFILES["eagle3-topics"], name="eagle3-topics-context",
-    eagle3=replace(PROFILES["eagle3-topics"].eagle3, context_rows=True))
-# seconds: the EAGLE-3 pipeline smoke test (tiny random target of 3 layers)
+PROFILES["eagle3-asked-more"] = replace(PROFILES["eagle3-asked"], name="eagle3-asked-more", eagle3=EAGLE3_RECIPE)
 PROFILES["tiny-eagle3"] = replace(
     PROFILES["tiny"], name="tiny-eagle3", feature_layers=(1, 2), drafters=(EAGLE3,),
     eagle3=replace(PROFILES["tiny"].eagle, reg_weight=0.0, feature_layers=(1, 2), eagle_intermediate=16,
@@ -211,7 +130,7 @@ def trained_head_state(folder: Path, vocab: torch.Tensor) -> tuple[dict[str, tor
     would drop tokens the head learnt to put first (a wider one: profile.widen_draft_vocab)."""
     import hashlib
 
-    from specdec.drafters.shipped_build import load_tensors
+    from specdec.drafters.shipped import load_tensors
 
     tensors = load_tensors(folder)
     if not bool(torch.isin(tensors["draft_vocab"].long(), vocab.long()).all()):
@@ -262,7 +181,7 @@ def chat_topics(model, tokenizer, work: Path, source: str, log=print) -> list[st
 
 def build_zoo(model, tokenizer, out: Path, work: Path, profile: ZooProfile, *, seed: int = 0, command: str = "",
               stage: str = "all", prompts=None, only: tuple[str, ...] | None = None, log=print) -> dict:
-    from specdec.drafters.shipped_build import load_tensors, save_tensors
+    from specdec.drafters.shipped import load_tensors, save_tensors
 
     from training.zoo.asked import asked_prompts
     from training.zoo.data import generate_with_features, load_shards, system_prefix_length

@@ -26,7 +26,7 @@ CHAT_TEMPLATES = [
     "What questions should I ask to learn more about {t}?",
     "Compare {t} with something from everyday life.",
 ]
-# More ways people ask (profile eagle3-chat; prompt mix "chat"): conversational openings, requests for a format,
+# More ways people ask (prompt mix "chat", the shipped EAGLE-3 recipe's): conversational openings, requests for a format,
 # an audience, an opinion. None is, or paraphrases, a held-out template below.
 MORE_CHAT_TEMPLATES = [
     "I keep hearing about {t}. What is it all about?",
@@ -139,7 +139,7 @@ HELDOUT_REWRITE_TEMPLATES = [
 KINDS = ("chat", "code", "rewrite")
 # build_prompts' mixes: instruction i is chat when i % cycle is in chat_slots, code when it is 1 (a coding task every
 # other time, else a snippet to explain), rewriting otherwise. "default": half chat (the shipped data); "chat": three
-# quarters chat, drawn from MORE_CHAT_TEMPLATES too (profile eagle3-chat; training only).
+# quarters chat, drawn from MORE_CHAT_TEMPLATES too (training only).
 PROMPT_MIXES = {"default": (4, (0, 2)), "chat": (8, (0, 2, 3, 4, 6, 7))}
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from html import escape
 
 from specdec.engine.events import RunMetrics
-from specdec.engine.theory import compute_stats
+from specdec.engine.theory import live_metrics
 from specdec.ui.callbacks import Lab, error_update, final_status, make_settings, measuring_status
 from specdec.ui.session import Session
 from specdec.ui.throttle import Throttle
@@ -40,7 +40,7 @@ class Lane:
         self.done = event.finished
 
     def stats(self) -> RunMetrics:
-        return replace(compute_stats(self.events), wall_time_s=self.clock_s)
+        return replace(live_metrics(self.events), wall_time_s=self.clock_s)
 
 
 def next_lane(lanes: list[Lane]) -> Lane | None:
@@ -93,15 +93,15 @@ def stopped_summary(base: Lane, spec: Lane) -> str:
 
 def _lanes_update(lanes: list[Lane], prompt: str) -> dict:
     base, spec = lanes
-    ahead = max(lanes, key=lambda lane: compute_stats(lane.events).new_tokens)
+    ahead = max(lanes, key=lambda lane: live_metrics(lane.events).new_tokens)
     return {"race_base": render_lane(base, prompt, ahead is base and not base.done, step_marks=False),
             "race_spec": render_lane(spec, prompt, ahead is spec and not spec.done)}
 
 
 def run_lanes(lab: Lab, session: Session, prep, settings):
     """Generator: both lanes advance by their own compute clocks until both finish (or Stop)."""
-    gens = [lab.engine.Generation(prep.target, None, prep.ids, settings),
-            lab.engine.Generation(prep.target, prep.draft, prep.ids, settings)]
+    gens = [lab.engine.start(prep.target, None, prep.ids, settings),
+            lab.engine.start(prep.target, prep.draft, prep.ids, settings)]
     lanes = [Lane("Target only", gens[0]), Lane("Speculative", gens[1])]
     throttle = Throttle(lab.token_interval_s)
     try:

@@ -14,6 +14,7 @@ from functools import partial
 from html import escape
 from pathlib import Path
 
+from specdec.planning.choice import AUTO
 from specdec.ui.callbacks import Lab, error_update
 from specdec.ui.session import RunView, Session
 from specdec.ui.style import CSS
@@ -72,8 +73,9 @@ def table_html(df: pd.DataFrame) -> str:
 
 def settings_html(view: RunView) -> str:
     result, memory = view.result, view.result.metrics.memory
+    ran = {"k_schedule": result.k_schedule} if result.k_schedule else {}  # the schedule that ran (auto's, when planned)
     rows = [("target", result.target_name), ("draft", result.draft_name or "none (target only)"),
-            *((label, getattr(result.settings, name)) for name, label in SETTING_LABELS.items())]
+            *((label, ran.get(name, getattr(result.settings, name))) for name, label in SETTING_LABELS.items())]
     if memory is not None:
         rows.append(("device", memory.device))
     df = pd.DataFrame([(k, "off" if v is None else v) for k, v in rows], columns=["setting", "value"])
@@ -126,7 +128,7 @@ def measurement_row(key, est) -> dict:
     else:
         target, device, dtype, draft, prompt_ids, settings = key
     return {"target": target, "draft": draft, "device": device, "dtype": dtype, "K": settings.k,
-            "K schedule": settings.k_schedule, "T": settings.temperature, "seed": settings.seed,
+            "K schedule": "auto" if draft == AUTO else settings.k_schedule, "T": settings.temperature, "seed": settings.seed,
             "prompt tokens": len(prompt_ids), "speedup": est.describe(), "verdict": est.verdict or "–"}
 
 

@@ -1,7 +1,7 @@
 """Plotly figures for one run: pure functions from StepEvents / MemoryReport to go.Figure."""
 from __future__ import annotations
 
-from specdec.engine.theory import compute_stats, position_counts, step_seconds
+from specdec.engine.theory import live_metrics, position_counts, step_seconds
 from specdec.models.memory import format_bytes
 
 import plotly.graph_objects as go
@@ -69,7 +69,7 @@ def throughput_figure(spec, baseline=None) -> go.Figure:
         if not run:
             continue
         events, total = (run, None) if isinstance(run, list) else (run.events, run.metrics.wall_time_s)
-        tps = (compute_stats(events) if total is None else run.metrics).tokens_per_s
+        tps = (live_metrics(events) if total is None else run.metrics).tokens_per_s
         times, tokens = _cumulative(events, total)
         fig.add_scatter(x=times, y=tokens, mode="lines", name=f"{name}: {tps or 0:.1f} tok/s",
                         line=dict(color=color, width=3, shape="hv"))

@@ -16,7 +16,8 @@ import os
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from specdec.engine.theory import compute_stats
+from specdec import config
+from specdec.engine.theory import live_metrics
 from specdec.models.memory import format_bytes
 from specdec.ui.session import RunView
 from specdec.ui.throttle import Throttle
@@ -47,7 +48,7 @@ def public_deployment() -> bool:
 
 
 def operator_urls() -> tuple[str, str]:
-    return os.environ.get("SPECDEC_VLLM_URL", "").strip(), os.environ.get("SPECDEC_VLLM_BASELINE_URL", "").strip()
+    return config.get("SPECDEC_VLLM_URL"), config.get("SPECDEC_VLLM_BASELINE_URL")
 
 
 def build_engine_controls(c: dict) -> None:
@@ -200,7 +201,7 @@ def stream(lab, session, lead, ids, prompt, settings):
             break
         if tokens.ready():
             yield {"tokens": render_tokens(events, prompt, streaming=True, step_marks=False),
-                   "cards": render_cards(compute_stats(events)),
+                   "cards": render_cards(live_metrics(events)),
                    "status": render_status("Streaming from vLLM: fates arrive with its final chunk…")}
     if run is None:  # stopped: show what arrived, uncoloured
         run = _partial(lead, ids, settings, events)
@@ -280,20 +281,6 @@ steps that drafted nothing. p, q and the draws are not exposed by vLLM, so the i
 runs the speculative server's completion, then the baseline server's, and measures the speedup; the Sweep starts one
 server per draft and K (minutes each on a CPU), measures each against the baseline server and stops it.
 
-Measured on this project's 2-core Intel Xeon (AMX), shared with other work, six held-out prompts, 64 tokens,
-greedy, K = 3, float32, the zoo's draft exported for vLLM (`experiments/compare_vllm.py`):
-
-| | lab engine | vLLM `draft_model` |
-|---|---|---|
-| mean acceptance length (1 + accepted / verification steps) | 1.88 | 1.89 |
-| acceptance at draft positions 1 / 2 / 3 | 0.53 / 0.23 / 0.12 | 0.54 / 0.24 / 0.12 |
-| output tokens identical | | 6 of 6 prompts |
-
-The small differences come from the end of a request: the lab never drafts past max new tokens, vLLM always
-drafts K and cuts.
-
-Target only, batch 1, quiet machines: on an AVX-512 EPYC the lab's engine on its own CPU kernels (float16 weights
-streamed on both cores) is 2.16× (2.00–2.27) and 1.86× (1.72–1.91) a vLLM server in bfloat16, 141–155 against
-71–75 tok/s; on torch's kernels it is level (1.05–1.08×), as on the AMX Xeon (1.01–1.10×), where the lab kernels were
-not measured (docs/vllm.md, "Lab engine vs vLLM").
+How the lab's figures compare with vLLM's on the same workload, and the engines' speed: docs/vllm.md,
+"Lab engine vs vLLM".
 """
