@@ -9,18 +9,21 @@ torch.set_num_threads(1)
 
 
 # The two tiers (README, "Set up"): `python -m pytest -m "not slow"` is the everyday loop; .ci/run runs all.
-# Slow: whole modules that start the app server or a browser, or train, and the long sampling tests by name
+# Slow: whole modules that start the app server, a browser or fresh Python processes, or train, and the long
+# sampling tests by name
 # (every parametrisation). The fast tier keeps greedy identity on every path (test_engine_greedy_identity,
 # test_zoo_heads' greedy tests, test_zoo_shipped) and chi-square tests on small models (test_distribution_paths'
 # per-token laws, test_engine_distribution's broken-verifier check, test_warpers, test_eos, test_lossless,
 # test_verifier, test_mutations).
-SLOW_MODULES = re.compile(r"test_browser\w*|test_\w+_api|test_training_pipeline|test_vllm_server")
+SLOW_MODULES = re.compile(r"test_browser\w*|test_\w+_api|test_training_pipeline|test_vllm_server|test_process_setup|"
+                          r"test_vllm_bad_input")  # the last two start a fresh Python (and torch) per test
 SLOW_TESTS = {
     "test_head_drafter_samples_follow_the_target_distribution",       # three trained heads, 100-200 s each
     "test_sampled_tree_steps_follow_the_target_distribution",
     "test_sampled_eagle3_tree_steps_follow_the_target_distribution",
     "test_every_k_schedule_samples_follow_the_target_distribution",
     "test_prompt_lookup_samples_follow_the_target_distribution",
+    "test_suffix_samples_follow_the_target_distribution",             # 20,000 sampled runs at K = 1 and 3
     "test_prompt_lookup_with_a_wrong_verifier_fails_the_same_test",
     "test_speculative_samples_follow_the_target_distribution",
     "test_whole_output_of_a_short_run_follows_the_target_law",

@@ -1,12 +1,15 @@
 """`python -m specdec generate`: one generation (or --num-samples draws) with speculative decoding or the target
-alone, printed as text with its figures on stderr, or as one JSON object (--json). --engine vllm runs it on a
-vLLM server instead (vllm.py)."""
+alone, printed as text with its figures on stderr, or as one JSON object (--json). --prompts-file runs a file's
+prompts in order in one process with one drafter (a drafter that learns across requests, `suffix`, shows it): one
+JSON object per prompt, one a line. --engine vllm runs it on a vLLM server instead (vllm.py)."""
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from pathlib import Path
 
-from specdec.cli.shared import add_model_arguments, k_value, load_pair, prompt_ids
+from specdec.cli.shared import UsageError, add_model_arguments, k_value, load_pair, prompt_ids
 from specdec.cli.vllm import add_engine_arguments, run_generate_vllm
 from specdec.engine.events import DecodeSettings, check_settings
 from specdec.engine.metrics import memory_summary
@@ -33,6 +36,8 @@ def add_parser(commands) -> None:
     prompt = gen.add_mutually_exclusive_group(required=True)
     prompt.add_argument("--prompt", help="prompt text")
     prompt.add_argument("--prompt-ids", help="prompt token ids, comma separated (e.g. 1,2,3)")
+    prompt.add_argument("--prompts-file", help="a file of prompts run in order by one drafter: one a line, or a JSON "
+                        "list of strings; --json prints one object per prompt, one a line")
     gen.add_argument("--max-new-tokens", type=int, default=64)
     gen.add_argument("--k", type=k_value, default=4, help="draft length (the largest, for adaptive schedules); "
                      f"auto: the auto schedule, K up to {AUTO_K_MAX}, speculation off where it does not pay")
@@ -56,26 +61,57 @@ def run(args) -> int:
     settings = DecodeSettings(args.max_new_tokens, k, args.temperature, args.top_k, args.top_p, args.seed,
                               k_schedule=schedule)
     check_settings(settings)  # before loading anything
+    if args.engine == "vllm" and args.prompts_file:
+        raise UsageError("--prompts-file runs on the lab engine (--engine lab)")
     if args.engine == "vllm":  # a running vLLM server (specdec/vllm/, docs/vllm.md)
         return run_generate_vllm(args, settings)
+    prompts = read_prompts(args.prompts_file) if args.prompts_file else [args.prompt]
     target, draft = load_pair(args)
-    ids = prompt_ids(args, target)
     generator = torch.Generator(device=target.device).manual_seed(args.seed)
-    results = [generate(target, draft, ids, settings, generator=generator) for _ in range(args.num_samples)]
+    for index, text in enumerate(prompts):
+        ids = prompt_ids(argparse.Namespace(**{**vars(args), "prompt": text}), target)
+        results = [generate(target, draft, ids, settings, generator=generator) for _ in range(args.num_samples)]
+        print_results(args, results, index if args.prompts_file else None)
+    return 0
+
+
+def print_results(args, results, request) -> None:
+    """One prompt's results: one JSON object (--json; `request`: its place in --prompts-file, from 0), else the
+    texts on stdout and the figures on stderr."""
     first = results[0]
     if args.json:
         report = first.to_dict()
         if args.num_samples > 1:
             report["samples"] = [r.token_ids for r in results]
-        print(json.dumps(report))
-        return 0
+        if request is not None:
+            report = {"request": request, "tokens_per_forward": first.metrics.tokens_per_forward, **report}
+        print(json.dumps(report), flush=True)
+        return
     for result in results:
         print(result.text if result.text is not None else " ".join(map(str, result.token_ids)))
     if first.auto is not None:
         print(first.auto["why"], file=sys.stderr)
     print(format_summary(first.metrics), file=sys.stderr)
     print(memory_summary(first.metrics.memory), file=sys.stderr)
-    return 0
+
+
+def read_prompts(path: str) -> list[str]:
+    """The prompts of a --prompts-file: a JSON list of strings, else its non-blank lines; each checked as --prompt."""
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise UsageError(f"--prompts-file: cannot read {path}: {error.strerror or error}") from None
+    try:
+        prompts = json.loads(text) if text.lstrip().startswith("[") else None
+    except ValueError:
+        prompts = None
+    if prompts is None:
+        prompts = [line for line in text.splitlines() if line.strip()]
+    if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts) or not prompts:
+        raise UsageError(f"--prompts-file {path} holds no prompts: give one a line, or a JSON list of strings")
+    for number, prompt in enumerate(prompts, 1):
+        check_prompt_text(prompt, what=f"--prompts-file prompt {number}")
+    return prompts
 
 
 def auto_k(args) -> tuple[int, str]:

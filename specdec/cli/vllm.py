@@ -13,7 +13,17 @@ from specdec.engine.events import DecodeSettings
 from specdec.measure.speedup import INTERACTIVE, Policy
 from specdec.vllm import engine as vllm_engine
 from specdec.vllm.client import VllmError
-from specdec.vllm.launcher import METHODS, ServeSpec, alive, record_for, records, start, stop_all, wait_healthy
+from specdec.vllm.launcher import (
+    METHODS,
+    ServeSpec,
+    alive,
+    check_method,
+    record_for,
+    records,
+    start,
+    stop_all,
+    wait_healthy,
+)
 from specdec.vllm.report import acceptance_lines, run_record, server_lines
 
 
@@ -122,6 +132,8 @@ def serve(args) -> int:
 
     specs = serve_specs(args)
     python = ensure_venv(Path(args.venv).expanduser() if args.venv else None, say=err)
+    for spec in specs:
+        check_method(python, spec.method)  # a plugin method (suffix) refused in one line where it cannot run
     _interrupt_on_signals()
     started = []
     try:

@@ -4,6 +4,7 @@ its own spec, listed by one line in registry.FAMILIES.
   base.py           the Drafter interface, DrafterSpec (a named drafter) and CostShape (its cost for the model)
   registry.py       drafters by name: FAMILIES, the named drafters they ship, and load_drafter
   prompt_lookup.py  prompt lookup (no weights)
+  suffix.py         suffix decoding: frequency trees from this request and earlier outputs (no weights)
   draft_model.py    a draft model with the target's tokenizer (any model; ships smollm2-135m-draft)
   retokenised.py    a draft model with another tokenizer (greedy only)
   early_exit.py     the target's first layers + a trained adapter

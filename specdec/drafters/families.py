@@ -9,6 +9,11 @@ from pathlib import Path
 KIND_NAMES = {"chat": "chat", "code": "code", "rewrite": "rewriting"}
 PROMPT_LOOKUP_NOTE = ("Costs almost nothing; pays on text that copies its prompt (rewriting, code edits), drafts nothing "
                       "elsewhere.")
+SUFFIX_NOTE = ("Costs almost nothing; pays where requests repeat structure (successive edits of one file, agents, "
+               "chats quoting earlier turns): it remembers earlier outputs in this process. Not one of auto's "
+               "candidates (no model card: its acceptance depends on the workload's repeats). Public deployments: a "
+               "session drafts from its own earlier outputs only.")
+MODEL_FREE_NOTES = {"prompt lookup": PROMPT_LOOKUP_NOTE, "suffix decoding": SUFFIX_NOTE}  # family -> its note
 
 
 def _figures(card: dict) -> str:
@@ -33,14 +38,16 @@ def paragraph(spec, figures: str) -> list[str]:
 
 
 def families_markdown(folder: Path | None = None) -> str:
-    """One paragraph per zoo drafter (description, diagram, its card's figures) after prompt lookup's."""
-    from specdec.drafters.prompt_lookup import PromptLookupDrafter
-    from specdec.drafters.registry import BY_NAME, SHIPPED
+    """One paragraph per zoo drafter (description, diagram, its card's figures) after the model-free drafters'
+    (prompt lookup, suffix decoding)."""
+    from specdec.drafters.registry import SHIPPED, SPECS
     from specdec.drafters.shipped import ASSETS
 
     folder = Path(folder) if folder is not None else ASSETS
-    prompt_lookup = BY_NAME[PromptLookupDrafter.name]
-    parts = ["### Drafter families (SmolLM2-135M-Instruct)", "", *paragraph(prompt_lookup, PROMPT_LOOKUP_NOTE)]
+    parts = ["### Drafter families (SmolLM2-135M-Instruct)"]
+    for spec in SPECS:
+        if spec.family in MODEL_FREE_NOTES:
+            parts += ["", *paragraph(spec, MODEL_FREE_NOTES[spec.family])]
     for spec in SHIPPED:
         parts += ["", *paragraph(spec, _measured(folder, spec.name))]
     parts += ["", "More candidates per target forward (the target's token is often the head's second or third "

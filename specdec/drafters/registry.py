@@ -18,6 +18,7 @@ from specdec.drafters.early_exit import EarlyExitDrafter
 from specdec.drafters.medusa import MedusaDrafter
 from specdec.drafters.prompt_lookup import PromptLookupDrafter
 from specdec.drafters.retokenised import ReTokenisedDrafter
+from specdec.drafters.suffix import SuffixDrafter
 from specdec.errors import IncompatibleModelsError
 
 FAMILIES: tuple[type[Drafter], ...] = (
@@ -28,6 +29,7 @@ FAMILIES: tuple[type[Drafter], ...] = (
     MedusaDrafter,
     EagleDrafter,
     Eagle3Drafter,
+    SuffixDrafter,
 )
 FAMILY_NAMES = frozenset(cls.family for cls in FAMILIES)
 # the families whose drafters score their text's own ids too (draft_vocab.HeadRows; the model cards say so)

@@ -24,6 +24,7 @@ from specdec.ui.views.cards import alpha_note, auto_card, render_cards, theory_n
 from specdec.ui.views.plots import run_figures, throughput_figure
 from specdec.ui.views.render import render_error, render_status, render_tokens
 from specdec.ui.views.tables import export_trace, steps_dataframe
+from specdec.ui.views.verdict import render_progress, render_verdict
 
 import gradio as gr
 
@@ -129,7 +130,9 @@ class Lab:
                     yield self.finish_view(view, status="Stopped: no speedup is measured for a partial run.")
                     return
                 yield self.finish_view(view, note="measuring…",
-                                       status="Measuring the speedup: timed repeats of both decoders…")
+                                       status="Measuring the speedup: timed repeats of both decoders…",
+                                       headline=render_progress("Measuring the speedup: speculative and "
+                                                                "target-only decoding, timed in pairs…"))
                 time.sleep(self.settle_s)  # let the browser draw the plots before the timing starts
                 yield from self.measure_view(session, prep, settings, view)
             except Exception as exc:  # noqa: BLE001 (every failure becomes a visible message)
@@ -141,11 +144,13 @@ class Lab:
         (with the measurement)."""
         for view.estimate in self.measure(session, prep, settings):
             if not view.estimate.final:
-                yield {"cards": self.view_cards(view), "status": render_status(measuring_status(view.estimate))}
+                yield {"cards": self.view_cards(view),
+                       "status": render_status(measuring_status(view.estimate)) + render_progress("", view.estimate)}
         view.measured, view.baseline = self.measured_runs(session, prep, settings)
         view.exports = export_trace(view.result, measurement=view.estimate, baseline=view.baseline)
         # complete: the API's final value; it names the pair, which the free name fields may have changed
-        update = self.finish_view(view, status=f"{final_status(view.estimate)} {ran_pair(view.result)}")
+        update = self.finish_view(view, status=f"{final_status(view.estimate)} {ran_pair(view.result)}",
+                                  headline=render_verdict(view.estimate))
         if view.baseline is not None:
             update["plot_throughput"] = throughput_figure(view.measured, view.baseline)
         yield update
@@ -163,7 +168,8 @@ class Lab:
                     update = {"tokens": render_tokens(events, prep.text, streaming=True), "error": ""}
                     if heavy.ready():
                         update["cards"] = render_cards(live_metrics(events))
-                        update["status"] = render_status(f"Step {event.index + 1}…")
+                        update["status"] = render_status(f"Step {event.index + 1}…") + render_progress(
+                            f"Generating: step {event.index + 1} (the speedup is measured right after)")
                     yield update
         finally:
             gen.close()
@@ -181,8 +187,9 @@ class Lab:
                             engine=chosen_for(view.result.target_name),
                             auto=auto_card(getattr(view.result, "auto", None), view.events))
 
-    def finish_view(self, view: RunView, note: str = "", status: str = "") -> dict:
-        """Everything about a finished (or stopped) run: tokens, cards, plots, steps table, exports."""
+    def finish_view(self, view: RunView, note: str = "", status: str = "", headline: str = "") -> dict:
+        """Everything about a finished (or stopped) run: tokens, cards, plots, steps table, exports; headline (HTML)
+        follows the status line: the verdict, or the measurement's progress."""
         if not view.exports:
             view.exports = export_trace(view.result)
         return {
@@ -191,7 +198,7 @@ class Lab:
             **run_figures(view.events, view.result, view.baseline, view.result.metrics.memory),
             "steps_table": steps_dataframe(view.events),
             "exports": view.exports,
-            "status": render_status(status or "Run finished."),
+            "status": render_status(status or "Run finished.") + headline,
             "error": "",
         }
 
@@ -231,10 +238,12 @@ class Lab:
                 "inspect_details": inspector.inspect_details(event, position)}
 
     def first_interesting_step(self, session: Session) -> dict:
-        """After a run: open step-through at the first step with a rejection (else step 0)."""
+        """After a run: the inspector opens on the first rejected draft (else shows step 0, closed)."""
         events = session.last_run.events if session.last_run else []
-        step = next((e.index for e in events if any(d.evaluated and not d.accepted for d in e.drafted)), 0)
-        return self.show_step(session, step)
+        step = next((e.index for e in events if any(d.evaluated and not d.accepted for d in e.drafted)), None)
+        if step is None:
+            return self.show_step(session, 0)
+        return {**self.show_step(session, step), "inspector_box": gr.update(open=True)}
 
     def step_by(self, session: Session, step, delta: int) -> dict:
         return self.show_step(session, int(step or 0) + delta)

@@ -1,16 +1,18 @@
-"""The page shell: the sidebar (engine, models, decoding), the prompt and the tour above the tabs, and the tabs,
-each built and wired by its own module (generate_tab, race_tab, sweep_tab, lossless_tab, cost_tab; How it works
-here). Events bind the plain callbacks by output name through wiring.py."""
+"""The page shell: the sidebar (sidebar.py: models, decoding, the engine last), the prompt, its examples (each sets
+the models it is for) and the tour above the tabs, and the tabs (TABS: one line each), each built and wired by its
+own module (generate_tab, race_tab, sweep_tab, lossless_tab, cost_tab; How it works here). Events bind the plain
+callbacks by output name through wiring.py."""
 from __future__ import annotations
 
 from specdec.drafters.families import families_markdown
-from specdec.engine.schedules import CONFIDENCE_THRESHOLD, SCHEDULES
 from specdec.models import presets
-from specdec.planning.choice import AUTO
 from specdec.ui.callbacks import Lab
+from specdec.ui.defaults import default_draft
+from specdec.ui.links import link_docs
 from specdec.ui.preload import preload_update
 from specdec.ui.session import Session
-from specdec.ui.style import CSS
+from specdec.ui.sidebar import build_sidebar, pick_preset
+from specdec.ui.style import CSS, LOAD_JS, PROJECTOR_JS
 from specdec.ui.tabs import (
     cost as cost_tab,
 )
@@ -30,22 +32,27 @@ from specdec.ui.tabs import (
 from specdec.ui.tabs import (
     sweep as sweep_tab,
 )
+from specdec.ui.tabs import whatif as whatif_tab
 from specdec.ui.vllm import engine as vllm_engine
 from specdec.ui.wiring import on, pick
 
 import gradio as gr
 
-EXAMPLES = [  # prompt, K, temperature, seed, max new tokens; the first three are chat prompts for SmolLM2
-    ["Explain photosynthesis in simple terms.", 4, 0.0, 0, 96],
-    ["Write a Python function that checks whether a string is a palindrome.", 4, 0.0, 0, 128],
+DEFAULT = default_draft()
+SMOL, LAB_PAIR = (presets.DEFAULT_TARGET, DEFAULT.name), (presets.LAB_TARGET, presets.LAB_DRAFT)
+EXAMPLES = [  # prompt, target, draft, chat, K, temperature, seed, max new tokens: each sets the models it is for
+    ["Explain photosynthesis in simple terms.", *SMOL, True, DEFAULT.k, 0.0, 0, 96],
+    ["Write a Python function that checks whether a string is a palindrome.", *SMOL, True, DEFAULT.k, 0.0, 0, 128],
     ["Rewrite this paragraph in plain English, keeping its meaning:\n\nThe committee, having deliberated at "
      "considerable length on the matter of the budget, ultimately resolved to approve the proposal, subject to "
-     "the condition that all expenditures be reported to the board on a quarterly basis.", 6, 0.0, 0, 96],
-    ["def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n", 4, 0.0, 0, 64],
-    ["import os\n\n\ndef list_python_files(folder):\n", 6, 0.0, 0, 64],
-    ["The os module provides a portable way of using", 4, 0.7, 1, 64],
-    ["A list comprehension is", 3, 1.0, 2, 48],
+     "the condition that all expenditures be reported to the board on a quarterly basis.", *SMOL, True, DEFAULT.k,
+     0.0, 0, 96],
+    ["def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n", *LAB_PAIR, False, 4, 0.0, 0, 64],
+    ["import os\n\n\ndef list_python_files(folder):\n", *LAB_PAIR, False, 6, 0.0, 0, 64],
+    ["The os module provides a portable way of using", *LAB_PAIR, False, 4, 0.7, 1, 64],
+    ["A list comprehension is", *LAB_PAIR, False, 3, 1.0, 2, 48],
 ]
+EXAMPLE_FIELDS = ("prompt", "target", "draft", "chat", "k", "temperature", "seed", "max_new_tokens")
 INTRO = """# SpecDec Lab
 A small **draft** model proposes K tokens; the **target** checks them all in one forward pass and keeps
 the longest agreeing prefix, then adds one token of its own. Modified rejection sampling keeps the output
@@ -53,58 +60,38 @@ exactly distributed as the target's. Watch every token's fate, inspect the proba
 measure the speedup against a real target-only run on this machine."""
 
 
-def pick_preset(key: str) -> dict:
-    """A pair preset fills the target, the draft, the sweep's drafts, and says what it needs."""
-    preset = next((p for p in presets.PAIR_PRESETS if p.key == key), None)
-    if preset is None:
-        return {}
-    where = ("Bundled: works offline." if preset.bundled else
-             "Fetched once (without a model hub), offline afterwards." if preset.fetched else
-             "Downloaded from the Hugging Face Hub on first use.")
-    return {"target": preset.target, "draft": preset.drafts[0], "sweep_drafts": list(preset.drafts),
-            "preset_note": f"{preset.note} About {preset.approx_memory_gb:g} GB of weights. {where}"}
-
-
-def _model_controls(c: dict) -> None:
-    choices = presets.all_model_choices()
-    drafts = [AUTO] + [n for n in choices if n not in (presets.DEFAULT_TARGET, AUTO)]
-    c["preset"] = gr.Dropdown([(p.label, p.key) for p in presets.PAIR_PRESETS], value=presets.PAIR_PRESETS[0].key,
-                              label="Pair preset")
-    c["preset_note"] = gr.Markdown(presets.PAIR_PRESETS[0].note)
-    c["target"] = gr.Dropdown(choices, value=presets.DEFAULT_TARGET, label="Target", allow_custom_value=True)
-    c["draft"] = gr.Dropdown(drafts, value=AUTO, label="Draft", allow_custom_value=True,
-                             info="auto: the drafter and K predicted fastest here (K is its largest), "
-                                  "speculation off where it does not pay")
-    with gr.Accordion("Other model (name or path)", open=False):
-        c["target_custom"] = gr.Textbox("", label="Target: Hub id or local folder",
-                                        placeholder="overrides the dropdown")
-        c["draft_custom"] = gr.Textbox("", label="Draft: Hub id or local folder", placeholder="overrides the dropdown")
-
-
-def _decoding_controls(c: dict) -> None:
-    c["k"] = gr.Slider(1, 16, value=4, step=1, label="K (draft tokens per step)")
-    c["temperature"] = gr.Slider(0, 2, value=0.0, step=0.05, label="Temperature (0 = greedy)")
-    c["top_p"] = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p (1 = off)")
-    c["top_k"] = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)")
-    c["max_new_tokens"] = gr.Slider(1, 512, value=64, step=1, label="Max new tokens")
-    c["seed"] = gr.Number(value=0, precision=0, minimum=0, maximum=2**32 - 1, label="Seed")
-    c["k_schedule"] = gr.Dropdown(list(SCHEDULES), value="constant", label="K schedule (K above is the largest)",
-                                  info=f"constant · heuristic (+2 / −1) · confidence (draft stops below {CONFIDENCE_THRESHOLD}) · "
-                                       "optimal (from measured α and costs) · auto (optimal, and speculation off where "
-                                       "it does not pay; the auto draft always runs it)")
-    c["chat"] = gr.Checkbox(value=True, label="Chat format (wrap the prompt in the target's chat template)")
-
-
 def _prompt_controls(c: dict) -> None:
     c["prompt"] = gr.Textbox(label="Prompt", lines=4, value=EXAMPLES[0][0], elem_id="prompt")
     with gr.Row():
         c["clean"] = gr.Checkbox(value=True, label="Clean up whitespace in the prompt (collapse stray spaces/tabs)")
         c["cleanup"] = gr.Markdown(elem_id="cleanup-note", label="Whitespace clean-up", show_label=False)
-    gr.Examples(EXAMPLES, [c["prompt"], c["k"], c["temperature"], c["seed"], c["max_new_tokens"]],
-                label="Examples (fixed seeds; the chat ones are for SmolLM2, the others for the lab family)",
+    gr.Examples(EXAMPLES, [c[name] for name in EXAMPLE_FIELDS],
+                label="Examples (fixed seeds; each sets its models: SmolLM2 in chat format, or the lab family)",
                 example_labels=["chat · explain (prose)", "chat · write a function (code)",
                                 "chat · rewrite (copying)",
                     "code · fibonacci · greedy", "code · os.walk · greedy K=6", "prose · T=0.7", "prose · T=1.0"])
+
+
+def build_theory(c: dict) -> None:
+    """How it works: the algorithm, the drafter families (their `<name>` placeholders shown, not read as HTML
+    tags), the same views on vLLM, and the last sweep's fit; docs/*.md references link to SPECDEC_DOCS_URL."""
+    gr.Markdown(link_docs(THEORY))
+    gr.Markdown(link_docs(families_markdown().replace("<", "&lt;")), elem_id="drafter-families")
+    gr.Markdown(link_docs(vllm_engine.HOW_IT_WORKS), elem_id="vllm-how")
+    c["theory_fit"] = gr.HTML(THEORY_FIT_EMPTY, elem_id="theory-fit", label="Theory vs measured", show_label=False)
+
+
+# === The tabs, in order: (label, id, builder). A new tab is one line here; its builder lays it out and may wire
+# its own events (the shared components are in the dict it gets). =================================================
+TABS = [
+    ("Generate", "generate", generate_tab.build),
+    ("Race", "race", race_tab.build),
+    ("Sweep", "sweep", sweep_tab.build),
+    ("Is it exact?", "lossless", lossless_tab.build),
+    ("Why this speedup?", "cost", cost_tab.build),
+    ("What if?", "whatif", whatif_tab.build),
+    ("How it works", "theory", build_theory),
+]
 
 
 def build_app(lab: Lab | None = None) -> gr.Blocks:
@@ -115,38 +102,25 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
         session = gr.State(Session())
         c["run_id"] = gr.Textbox("", visible=False, label="Run id")  # a slot for the ids RUN_JS / STOP_JS send
         with gr.Sidebar(label="Models & decoding", width=330):
-            vllm_engine.build_engine_controls(c)
-            _model_controls(c)
-            _decoding_controls(c)
+            build_sidebar(c)
         gr.Markdown(INTRO)
         _prompt_controls(c)
         tour.build_tour(c)
         with gr.Tabs(elem_id="tabs") as c["tabs"]:
-            with gr.Tab("Generate", id="generate"):
-                generate_tab.build(c)
-            with gr.Tab("Race", id="race"):
-                race_tab.build(c)
-            with gr.Tab("Sweep", id="sweep"):
-                sweep_tab.build(c)
-            with gr.Tab("Is it exact?", id="lossless"):
-                lossless_tab.build(c)
-            with gr.Tab("Why this speedup?", id="cost"):
-                cost_tab.build(c)
-            with gr.Tab("How it works", id="theory"):
-                gr.Markdown(THEORY)
-                gr.Markdown(families_markdown(), elem_id="drafter-families")
-                gr.Markdown(vllm_engine.HOW_IT_WORKS, elem_id="vllm-how")
-                c["theory_fit"] = gr.HTML(THEORY_FIT_EMPTY, elem_id="theory-fit", label="Theory vs measured",
-                                          show_label=False)
+            for label, tab_id, build_tab in TABS:
+                with gr.Tab(label, id=tab_id):
+                    build_tab(c)
         settings = generate_tab.wire(lab, c, session)
         vllm_engine.wire_engine_controls(on, c, session)
         race_tab.wire(lab, c, session, settings)
         sweep_tab.wire(lab, c, session)
-        on(c["preset"].input, pick_preset, [c["preset"]], pick(c, "target", "draft", "sweep_drafts", "preset_note"),
+        on(c["preset"].input, pick_preset, [c["preset"]], pick(c, "target", "draft", "sweep_drafts", "preset_note", "preset_details"),
            api_visibility="private")
         lossless_tab.wire(lab, c, session, settings)
         cost_tab.wire(lab, c, session)
+        whatif_tab.wire(lab, c, session)
         tour.wire_tour(c, session)
+        c["projector"].change(None, [c["projector"]], [c["projector"]], js=PROJECTOR_JS, api_visibility="private")
         report.add_svg_buttons(c)
         c["preload_timer"] = gr.Timer(1.0)  # the start-up fetch and preload report in the status line
         on(c["preload_timer"].tick, preload_update, [session], pick(c, "status", "target", "draft", timer="preload_timer"),
@@ -155,7 +129,7 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
     return demo
 
 
-LAUNCH_KWARGS = {"css": CSS, "theme": gr.themes.Soft(), "footer_links": ["api", "gradio"]}
+LAUNCH_KWARGS = {"css": CSS, "js": LOAD_JS, "theme": gr.themes.Soft(), "footer_links": ["api", "gradio"]}
 THEORY_FIT_EMPTY = ('<div class="theory-fit">Run a sweep: both forms are then compared with your measured points '
                     'here.</div>')
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from specdec.models import fetch, presets
-from specdec.planning.choice import AUTO
 from specdec.ui.callbacks import Lab, make_settings
+from specdec.ui.defaults import default_draft
 from specdec.ui.models import describe_error
 
 log = logging.getLogger("specdec.ui.launch")  # the app's log lines keep their logger name
@@ -35,12 +35,14 @@ class PreloadState:
 PRELOAD = PreloadState()
 
 
-def warm_up(lab: Lab, target: str = presets.DEFAULT_TARGET, draft: str = AUTO,
+def warm_up(lab: Lab, target: str = presets.DEFAULT_TARGET, draft: str | None = None,
             state: PreloadState = PRELOAD, ensure: Callable = fetch.ensure_model) -> None:
     """Fetches PRELOAD_FETCH, then loads the pair into the shared (read-only) model cache and runs a few
-    tokens (the app's default draft, `auto`: its first run on a machine measures every candidate's costs,
+    tokens (draft: the app's default, defaults.py's measured drafter at its K; `auto` as a draft would measure
+    every candidate's costs on its first run on a machine,
     auto_costs.py). If a model of the pair cannot be had, warms up the bundled family instead and records why.
     Never raises: the app keeps serving, and a later run shows its own error."""
+    draft = draft or default_draft().name
     try:
         reason = fetch_first(state, (target, draft), ensure)
         if reason is None:

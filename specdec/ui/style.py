@@ -53,6 +53,40 @@ CSS = """
 #steps-table th, #sweep-table th, #steps-table th *, #sweep-table th * { white-space: nowrap;
   word-break: keep-all; overflow-wrap: normal; }
 #steps-table th .header, #sweep-table th .header, #sweep-table td { font-size: 12px; }
+.verdict-big { font-size: 24px; font-weight: 700; line-height: 1.35; padding: 10px 14px; margin: 6px 0;
+  border-left: 6px solid #009E73; background: var(--background-fill-secondary); border-radius: 6px; }
+.verdict-big[data-verdict="slower"] { border-left-color: #D55E00; }
+.verdict-big[data-verdict="no measurable difference"], .verdict-big[data-verdict="none"] { border-left-color: #777; }
+#gen-status .status-line + .verdict-big, #gen-status .status-line + .run-progress { margin-top: 2px; }
+.run-progress { font-size: 16px; line-height: 1.4; padding: 8px 12px; margin: 6px 0; border-radius: 6px;
+  border: 2px dashed var(--color-accent); background: var(--background-fill-secondary); }
+.run-progress .busy { font-size: 13px; color: var(--body-text-color-subdued); margin-top: 2px; }
+.spinner { display: inline-block; width: 12px; height: 12px; margin-right: 8px; border-radius: 50%;
+  border: 2px solid var(--color-accent); border-right-color: transparent; animation: spin 1s linear infinite; }
+@keyframes spin { to { transform: rotate(360deg); } }
+.cards-primary { grid-template-columns: repeat(4, minmax(0, 1fr)); align-items: stretch; }
+.cards-primary .card { height: 100%; box-sizing: border-box; }
+@media (max-width: 700px) { .cards-primary { grid-template-columns: repeat(2, minmax(0, 1fr)); } }
+.card-details { margin-top: 8px; font-size: 13px; }
+.card-details summary { cursor: pointer; color: var(--body-text-color-subdued); }
+.sketch { font-size: 14px; line-height: 1.8; padding: 8px 14px; border: 1px dashed var(--border-color-primary);
+  border-radius: 8px; }
+.sketch-title { font-weight: 600; }
+.sketch ol { margin: 4px 0 0 1.2em; }
+#steps-table td, #steps-table td * { word-break: keep-all !important; overflow-wrap: normal !important;
+  hyphens: none; }
+html, body { overflow-x: hidden; }
+body:not(.has-run) .after-run, body.has-run .before-run { display: none !important; }
+#gen-error:not(:has(.error-box)), #gen-status:not(:has(.status-line, .verdict-big, .run-progress)) { display: none; }
+body.projector { font-size: 20px; }
+body.projector .tok-out { font-size: 22px; }
+body.projector .verdict-big { font-size: 34px; }
+body.projector .card .value { font-size: 32px; }
+body.projector .card .label, body.projector .tok-legend { font-size: 17px; }
+body.projector .fine-print, body.projector .explain-note, body.projector .card .sub,
+body.projector .run-progress .busy, body.projector .status-line, body.projector .tok-legend small { display: none; }
+body.projector .gradio-container { --text-md: 20px; --text-sm: 17px; --text-lg: 24px; }
+body.projector textarea, body.projector input, body.projector button, body.projector .prose { font-size: 20px; }
 .theory-fit { font-size: 14px; line-height: 1.5; }
 .fit-table { border-collapse: collapse; margin: 4px 0 10px; }
 .fit-table td, .fit-table th { border: 1px solid var(--border-color-primary); padding: 2px 8px; text-align: right; }
@@ -68,3 +102,28 @@ element.addEventListener('click', (e) => {
   trigger('select', {index: [parseInt(tok.dataset.step), tok.dataset.pos], value: tok.textContent});
 });
 """
+
+# On load: the first Run swaps the first screen's sketch for the run's views (body.has-run); ?projector=1 turns
+# projector mode on (larger type, fine print hidden); on a narrow screen (a phone) the sidebar starts closed, so it
+# does not cover the prompt.
+LOAD_JS = """
+() => {
+  document.addEventListener('click', (e) => {
+    if (e.target.closest('#run-btn')) { document.body.classList.add('has-run'); }
+  }, true);
+  const projector = new URLSearchParams(window.location.search).get('projector');
+  if (projector === '1' || projector === 'true') { document.body.classList.add('projector'); }
+  if (window.innerWidth <= 768) {
+    const close = () => {
+      const sidebar = document.querySelector('.sidebar.open');
+      const toggle = sidebar && sidebar.querySelector('.toggle-button');
+      if (toggle) { toggle.click(); return true; }
+      return !!document.querySelector('.sidebar');
+    };
+    if (!close()) { const timer = setInterval(() => { if (close()) clearInterval(timer); }, 100); }
+  }
+}
+"""
+
+# The projector toggle: the class on <body> follows the checkbox (no server round trip).
+PROJECTOR_JS = "(on) => { document.body.classList.toggle('projector', !!on); return on; }"

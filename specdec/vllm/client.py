@@ -7,8 +7,9 @@ unreachable, not vLLM, no speculation, wrong model name, a stream that ends earl
 Endpoints used (vLLM 0.32): GET /health, GET /v1/models, GET /metrics, POST /tokenize, and POST
 /v1/completions with `return_token_ids` (the ids of every streamed delta: token boundaries come from the
 server, not from re-tokenising its text), `logprobs: 0` (each token's own text) and
-`stream_options.include_usage` (the final chunk then carries `metrics.speculative_decoding` when the
-server runs with `--per-request-spec-decode-metrics detailed`).
+`stream_options.include_usage` (the final chunk then carries vLLM's per-request speculative record when the
+server runs with `--per-request-spec-decode-metrics detailed` (v0.32: `metrics.speculative_decoding`) or
+`--per-request-spec-decode-stats` (newer: per choice, `speculative_decoding_stats`); fates.spec_record reads both).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from typing import Iterator, Optional
 from urllib.parse import urlsplit
 
 from specdec.errors import SpecDecError
+from specdec.vllm.fates import spec_record
 
 CONNECT_TIMEOUT_S = 5.0  # /health, /v1/models, /metrics: a server that is up answers at once
 READ_TIMEOUT_S = 120.0  # between two streamed chunks: a live CPU server sends one per engine step
@@ -73,7 +75,7 @@ class Completion:
     """A whole streamed completion."""
 
     chunks: list[Chunk] = field(default_factory=list)
-    spec: Optional[dict] = None  # metrics.speculative_decoding of the final chunk (None: not sent)
+    spec: Optional[dict] = None  # vLLM's per-request record, either shape (fates.spec_record; None: not sent)
     usage: Optional[dict] = None
     wall_s: float = 0.0  # request sent -> last byte received
     finish_reason: Optional[str] = None
@@ -252,15 +254,19 @@ def _read_event(event: dict, done: Completion, arrived_s: float) -> Optional[Chu
     if "error" in event and not event.get("choices"):
         error = event["error"]
         raise VllmError(f"the server reported an error mid-stream: {error.get('message', error) if isinstance(error, dict) else error}")
-    if event.get("usage") is not None and not event.get("choices"):
+    record = spec_record(event)  # either shape (fates.spec_record), on the final or usage chunk
+    if record is not None:
+        done.spec = record
+    if event.get("usage") is not None:
         done.usage = event["usage"]
-        done.spec = (event.get("metrics") or {}).get("speculative_decoding")
-        return None
     choices = event.get("choices") or []
     if not choices:
         return None
     choice = choices[0]
     ids = choice.get("token_ids")
+    if ids is None and (record is not None or choice.get("finish_reason")) and not choice.get("text"):
+        done.finish_reason = choice.get("finish_reason") or done.finish_reason
+        return None  # a final chunk carrying the record (and the finish reason), no tokens
     if ids is None:
         raise VllmError("the server ignores return_token_ids: not vLLM 0.10 or newer")
     logprobs = choice.get("logprobs") or {}

@@ -133,7 +133,8 @@ def colour(server: Server, prompt_ids: list[int], settings: DecodeSettings, done
     spec = done.spec
     if server.info.speculative and (spec is None or "per_step_accepted" not in spec) and done.token_ids and \
             (spec is None or spec.get("num_spec_steps", 0) > 0):
-        raise VllmError(f"the vLLM server at {server.client.url} sends no per-step acceptance: start it with "
+        raise VllmError(f"the vLLM server at {server.client.url} sends no per-step acceptance"
+                        f"{' (its record: ' + spec['shape'] + ')' if spec else ''}: start it with "
                         f"--per-request-spec-decode-metrics detailed (`python -m specdec vllm serve` does)")
     accepted = list((spec or {}).get("per_step_accepted") or [])
     drafted = list((spec or {}).get("per_step_drafted") or [])

@@ -14,6 +14,11 @@ replay disagrees with vLLM's record, their places come from the stream: vLLM sen
 sizes fix where plain steps fall. When two decompositions fit (a plain step next to a step that accepted
 nothing: both one token) the order is a guess, and `Alignment.exact` says so.
 
+vLLM's record comes in two shapes, both experimental, both read by spec_record: v0.32's top-level
+`metrics.speculative_decoding` (`--per-request-spec-decode-metrics detailed`, a dense acceptance_histogram) and the
+newer per choice `speculative_decoding_stats` (`--per-request-spec-decode-stats`, a sparse histogram
+{accepted drafts: steps}); streamed, either arrives on the final (usage) chunk.
+
 What vLLM does not expose is left out, not invented: the draft's probabilities q, the target's p, the
 uniform draws, and the ids of rejected or unchecked draft tokens (shown as "?"). Step times are the
 client's arrival intervals of the stream's chunks, split evenly over the steps a chunk carries.
@@ -28,6 +33,31 @@ from specdec.engine.events import DecodeSettings, DraftToken, FinalToken, RunRes
 from specdec.engine.theory import run_record
 
 NOT_EXPOSED = "?"  # the text of a draft token vLLM rejected: its id is not in the API's answer
+TOP_LEVEL = "metrics.speculative_decoding (vLLM 0.32)"  # the record's shapes, as a run's details name them
+PER_CHOICE = "choices[].speculative_decoding_stats"
+
+
+def spec_record(payload: dict) -> Optional[dict]:
+    """vLLM's per-request speculative record in a response or streamed chunk, whichever shape it has: its fields
+    as sent, the acceptance histogram dense (entry a: the steps that accepted a drafts) and `shape` (TOP_LEVEL or
+    PER_CHOICE); None where the payload carries none."""
+    record, shape = (payload.get("metrics") or {}).get("speculative_decoding"), TOP_LEVEL
+    if not isinstance(record, dict):
+        choices = [c for c in payload.get("choices") or [] if isinstance(c, dict)]
+        record = next((c["speculative_decoding_stats"] for c in choices
+                       if isinstance(c.get("speculative_decoding_stats"), dict)), None)
+        shape = PER_CHOICE
+    if record is None:
+        return None
+    return {**record, "acceptance_histogram": dense_histogram(record.get("acceptance_histogram")), "shape": shape}
+
+
+def dense_histogram(histogram) -> Optional[list[int]]:
+    """[steps that accepted 0, 1, … drafts] from a dense list or a sparse {accepted: steps} map (keys may be text)."""
+    if histogram is None or isinstance(histogram, list):
+        return histogram
+    counts = {int(accepted): int(steps) for accepted, steps in histogram.items()}
+    return [counts.get(a, 0) for a in range(max(counts, default=-1) + 1)]
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,10 @@ from specdec.models.fetch import _process_alive
 from specdec.paths import cache_dir
 from specdec.vllm.client import VllmClient, VllmError
 
-METHODS = ("ngram", "draft_model", "eagle", "eagle3")
+METHODS = ("ngram", "draft_model", "eagle", "eagle3", "suffix")
+# a method's package beyond vLLM, imported in the venv before its server starts: suffix decoding is Snowflake's
+# Arctic Inference plugin (`pip install arctic-inference`); its suffix_decoding_* keys keep vLLM's defaults
+PLUGINS = {"suffix": ("arctic_inference", "arctic-inference")}
 HEALTH_TIMEOUT_S = 900.0  # a first start on a busy 2-core CPU takes minutes (warm-up compiles the model)
 STOP_GRACE_S = 20.0
 Say = Callable[[str], None]
@@ -53,11 +56,29 @@ class ServeSpec:
         config = {"method": self.method, "num_speculative_tokens": int(self.k)}
         if self.method == "ngram":
             config.update(prompt_lookup_max=3, prompt_lookup_min=2)
+        elif self.method in PLUGINS:  # model-free: no draft
+            pass
         elif not self.draft:
             raise VllmError(f"--method {self.method} needs --draft (a draft checkpoint: folder or hub id)")
         else:
             config["model"] = self.draft
         return config
+
+
+def check_method(python: Path, method: Optional[str], runner=subprocess.run) -> None:
+    """Refuses, in one line, a method whose package (PLUGINS) the vLLM venv of `python` cannot import."""
+    if method not in PLUGINS:
+        return
+    module, package = PLUGINS[method]
+    try:
+        done = runner([str(python), "-c", f"import {module}"], capture_output=True, text=True, timeout=300)
+        importable = done.returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        importable = False
+    if not importable:
+        raise VllmError(f"vLLM's {method} method needs {package} in the vLLM venv ({Path(python).parent.parent}), "
+                        f"where `import {module}` fails: PyPI has no {package} wheel for this machine (0.1.0 and "
+                        f"later are a source archive built against vLLM's CUDA build); choose --method ngram")
 
 
 def state_dir() -> Path:

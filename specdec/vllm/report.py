@@ -84,7 +84,8 @@ def run_record(done, lead, baseline=None, counters=None, rss_bytes=None) -> dict
     """vLLM's side of a run for the JSON exports (the CLI's --json, the app's trace): vLLM's per-request record as
     sent, whether the step boundaries are exact, both servers' descriptions, the server-wide /metrics counters
     read after the run, and the server's resident memory (None: not exposed by the server's API)."""
-    return {"engine": "vllm", "vllm_speculative_decoding": done.spec, "alignment_exact": done.alignment.exact,
+    return {"engine": "vllm", "vllm_speculative_decoding": done.spec,
+            "vllm_record_shape": (done.spec or {}).get("shape"), "alignment_exact": done.alignment.exact,
             "server": asdict(lead.info), "baseline_server": asdict(baseline.info) if baseline else None,
             "server_counters_after_run": asdict(counters) if counters is not None else None,
             "server_rss_bytes": rss_bytes, "not_available": NOT_AVAILABLE}

@@ -17,9 +17,16 @@ def unused_url() -> str:
         return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
+def open_engine(page) -> None:
+    """The engine choice sits last in the sidebar, collapsed: open it."""
+    if not page.locator("#engine").is_visible():
+        page.get_by_text("Engine: SpecDec Lab or a vLLM server").click()
+
+
 def test_the_vllm_engine_choice_routes_every_timed_tab_to_the_given_servers(tmp_path_factory):
     lead, baseline = unused_url(), unused_url()
     with browser_page(tmp_path_factory, "--no-preload") as page:
+        open_engine(page)
         page.locator("#engine").get_by_text("vLLM server", exact=True).click()
         # a person pastes a URL and moves on (Tab): the app records a field on its change and again on leaving it
         # (in CI under load a pasted baseline's change once reached the app without its value, and nothing followed)

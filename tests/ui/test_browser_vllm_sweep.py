@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.ui.test_browser import browser_page, sweep_drafts, sweep_settings
+from tests.ui.test_browser_engine import open_engine
 from tests.vllm.test_vllm_server import PROMPTS, _venv_or_skip, smollm2_spec
 
 pytestmark = pytest.mark.skipif(not os.environ.get("SPECDEC_VLLM_SWEEP_TEST"),
@@ -31,6 +32,7 @@ def baseline():
 def test_a_sweep_clicked_in_the_browser_starts_measures_and_stops_a_real_vllm_server(baseline, tmp_path_factory):
     before = {r["pid"] for r in launcher.records()}
     with browser_page(tmp_path_factory, "--no-preload", timeout_ms=900_000) as page:
+        open_engine(page)
         page.locator("#engine").get_by_text("vLLM server", exact=True).click()
         for field_id in ("#vllm-url", "#vllm-baseline-url"):  # Generate's server does not matter to the Sweep
             field = page.locator(f"{field_id} textarea, {field_id} input").first

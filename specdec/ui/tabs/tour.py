@@ -16,6 +16,7 @@ from specdec.engine.theory import measured_alpha
 from specdec.models import presets
 from specdec.models.prompt_clean import clean_prompt
 from specdec.ui.callbacks import make_settings
+from specdec.ui.links import link_docs
 from specdec.ui.session import RunView, Session
 from specdec.ui.tabs.exercises import EXERCISES, Exercise, exercise_number, find_exercise
 from specdec.ui.tabs.sweep_run import best_summary
@@ -216,7 +217,7 @@ def reveal_answer(session: Session, tour: TourState) -> dict:
 def build_tour(c: dict) -> None:
     """The tour's accordion (above the tabs): exercise buttons, the question, Reveal answer, the answer."""
     with gr.Accordion(f"Workshop tour: {len(EXERCISES)} exercises, about an hour", open=False, elem_id="tour"):
-        gr.Markdown(TOUR_INTRO, elem_classes=["explain-note"])
+        gr.Markdown(link_docs(TOUR_INTRO), elem_classes=["explain-note"])
         for first in range(0, len(EXERCISES), BUTTONS_PER_ROW):
             with gr.Row():
                 for n, exercise in enumerate(EXERCISES[first:first + BUTTONS_PER_ROW], start=first + 1):

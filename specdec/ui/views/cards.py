@@ -102,6 +102,10 @@ def auto_card(choice: dict | None, events) -> str:
     else:
         value = (choice or {}).get("drafter") or "speculating"
     lines = [choice["why"]] if choice is not None else []
+    ks = [e.k for e in events if e.k]
+    if ks:  # the K each step drafted: the auto schedule moves it, so the slider's K is only its ceiling
+        spread = f"{min(ks)}" if min(ks) == max(ks) else f"{min(ks)}–{max(ks)}"
+        lines.append(f"K per step: {spread} (the steps table and the K plot show each step's)")
     if off:
         lines.append(f"speculation off: {len(off)} of {len(decided)} steps ran the target alone"
                      f"{f' ({probes} probes)' if probes else ''}; last: {off[-1].decision_why}")
@@ -112,20 +116,26 @@ def auto_card(choice: dict | None, events) -> str:
 
 def render_cards(stats: RunMetrics, estimate=None, memory=None, note: str = "", theory: str = "",
                  alpha: str = "", engine=None, auto: str = "", memory_card: str = "") -> str:
-    """Acceptance rate (accepted / drafted, with α beside it), tokens per target forward (with the
-    theory's figure), tokens/s of the streamed run, the measured speedup (an Estimate), memory, (engine: a
+    """Four primary cards of equal height: the measured speedup (an Estimate), tokens per target forward,
+    acceptance rate (accepted / drafted, with α beside it), tokens/s of the streamed run; then, in a collapsed
+    Details: the theory's figure, memory, (engine: a
     specdec.runners.tuning.TunedPath) the path the measured `auto` chose for the target, and (auto: auto_card's) the
     auto drafter's choice and its on/off steps. memory_card: a card in place of the memory one (a vLLM server's)."""
     rate, per_fwd, tps = stats.acceptance_rate, stats.tokens_per_forward, stats.tokens_per_s
-    cards = [
+    primary = [
+        _speedup_card(estimate, note),
+        _card("Tokens per target forward", "–" if per_fwd is None else f"{per_fwd:.2f}",
+              f"{stats.new_tokens} tokens / {stats.target_forwards} forwards, bonus included (plain decoding: 1.00)",
+              "tokens_per_forward"),
         _card("Acceptance rate (accepted / drafted)", "–" if rate is None else f"{rate:.0%}",
               f"{stats.accepted_tokens} of {stats.drafted_tokens} drafted tokens{alpha}", "acceptance"),
-        _card("Tokens per target forward", "–" if per_fwd is None else f"{per_fwd:.2f}",
-              f"{stats.new_tokens} tokens / {stats.target_forwards} forwards, bonus included{theory}",
-              "tokens_per_forward"),
         _card("Tokens / s (this streamed run)", "–" if tps is None else f"{tps:.1f}",
               f"engine time {stats.wall_time_s:.2f} s", "tokens_per_s"),
-        _speedup_card(estimate, note),
-        memory_card or _memory_card(memory),
-    ] + ([_engine_card(engine)] if engine is not None else []) + ([auto] if auto else [])
-    return f'<div class="cards">{"".join(cards)}</div>'
+    ]
+    details = [memory_card or _memory_card(memory)] + ([_engine_card(engine)] if engine is not None else [])
+    details += [auto] if auto else []
+    theory_line = f'<div class="sub">{escape(theory.strip(" ·"))}</div>' if theory.strip(" ·") else ""
+    return (f'<div class="cards cards-primary">{"".join(primary)}</div>'
+            f'<details class="card-details" id="card-details"><summary>Details: memory, engine path'
+            f'{", auto reasoning" if auto else ""}, theory</summary>{theory_line}'
+            f'<div class="cards">{"".join(details)}</div></details>')

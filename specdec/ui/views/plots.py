@@ -27,10 +27,19 @@ def acceptance_by_position_figure(events) -> go.Figure:
                 marker_color=COLORS["accepted"], text=[f"{r[3]}/{r[1]}" for r in rows], textposition="auto")
     fig.add_scatter(x=pos, y=[r[3] / r[2] if r[2] else None for r in rows], mode="markers+lines",
                     name="α (accepted / evaluated)", marker=dict(symbol="diamond", size=9),
-                    line=dict(dash="dot", color=COLORS["bonus"]))
+                    line=dict(dash="dot", color=COLORS["theory"]),
+                    customdata=[[r[3], r[2]] for r in rows],
+                    hovertemplate="α = %{y:.2f} (%{customdata[0]} of %{customdata[1]} evaluated)<extra></extra>")
     fig.update_yaxes(range=[0, 1.05])
     fig.update_xaxes(dtick=1)
-    return style_figure(fig, "Acceptance by draft position", "draft position", "fraction")
+    return style_figure(fig, "Acceptance by draft position (bars: accepted/drafted counts)", "draft position",
+                        "fraction")
+
+
+def _final_fate(event) -> str:
+    """The colour key of a step's own token: resampled, bonus, or a plain target step (no drafts)."""
+    kind = getattr(event.final, "kind", None)
+    return kind if kind in ("resampled", "bonus", "target") else "resampled"
 
 
 def accepted_length_figure(events) -> go.Figure:
@@ -40,7 +49,11 @@ def accepted_length_figure(events) -> go.Figure:
     fig.add_bar(x=steps, y=[e.num_accepted for e in events], name="accepted drafts",
                 marker_color=COLORS["accepted"])
     fig.add_bar(x=steps, y=[len(e.emitted_ids) - min(e.num_accepted, len(e.emitted_ids)) for e in events],
-                name="target token (resampled/bonus)", marker_color=COLORS["resampled"])
+                name="target's token: resampled", marker_color=[COLORS[_final_fate(e)] for e in events],
+                marker_pattern_shape=["/" if _final_fate(e) == "bonus" else "" for e in events])
+    for fate in ("bonus", "target"):  # legend entries for the bars' other colours (the text's colours)
+        fig.add_bar(x=[None], y=[None], name=f"target's token: {'bonus' if fate == 'bonus' else 'plain decoding'}",
+                    marker_color=COLORS[fate], marker_pattern_shape="/" if fate == "bonus" else "")
     fig.add_scatter(x=steps, y=[e.k for e in events], mode="lines", name="K",
                     line=dict(shape="hv", dash="dash", color=COLORS["target"]))
     fig.update_layout(barmode="stack")
@@ -105,7 +118,8 @@ def _held_parts(memory) -> list[tuple[str, int, str]]:
 
 
 def _two_lines(name: str) -> str:
-    return name.replace(" (", "<br>(") if " (" in name else name.replace(" ", "<br>", 1)
+    """A tick label broken at every space, so neighbouring labels never overlap at a laptop's width."""
+    return name.replace(" (", "<br>(").replace(" ", "<br>")
 
 
 def memory_figure(memory) -> go.Figure:
@@ -119,7 +133,8 @@ def memory_figure(memory) -> go.Figure:
         fig.add_bar(x=names, y=[_mib(v) for _, v, _ in parts], showlegend=False, name="held",
                     text=[format_bytes(v) for _, v, _ in parts], textposition="outside", cliponaxis=False,
                     marker_color=[MEMORY_COLORS[c] for _, _, c in parts], row=1, col=1)
-        fig.update_xaxes(tickvals=names, ticktext=[_two_lines(n) for n in names], tickangle=0, row=1, col=1)
+        fig.update_xaxes(tickvals=names, ticktext=[_two_lines(n) for n in names], tickangle=0,
+                         tickfont=dict(size=10), row=1, col=1)
         fig.update_yaxes(type="log", row=1, col=1)
         for name, value, color in (("draft weights", memory.draft_param_bytes, "draft"),
                                    ("draft KV cache", memory.draft_kv_bytes, "draft KV"),
@@ -128,7 +143,8 @@ def memory_figure(memory) -> go.Figure:
                         hovertemplate=f"{name}: {format_bytes(value)}<extra></extra>", row=1, col=2)
         fig.update_yaxes(title_text="MiB", row=1, col=2)
         fig.update_layout(barmode="stack")
-    return style_figure(fig, _memory_title(memory), "", "MiB (log)", height=340)
+    fig = style_figure(fig, _memory_title(memory), "", "MiB (log)", height=400)
+    return fig.update_layout(margin=dict(b=70), legend=dict(y=-0.35))
 
 
 def _memory_title(memory) -> str:

@@ -16,7 +16,7 @@ FATES = {
     "bonus": ("Bonus token", "drawn by the target after all K were accepted"),
     "target": ("Target-only token", "plain decoding, one target forward per token"),
 }
-_LEGEND_ORDER = ("accepted", "rejected", "unchecked", "resampled", "bonus")
+_LEGEND_ORDER = ("accepted", "rejected", "unchecked", "resampled", "bonus", "target")
 
 
 def _visible(text: str, struck: bool) -> str:

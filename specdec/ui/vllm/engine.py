@@ -57,7 +57,7 @@ def build_engine_controls(c: dict) -> None:
     locked = public_deployment()
     c["engine"] = gr.Radio(list(ENGINES), value=LAB, label="Engine", elem_id="engine",
                            interactive=not locked or bool(url),
-                           info="vLLM server: a running vLLM with speculative decoding (docs/vllm.md)")
+                           info="vLLM server: a running vLLM with speculative decoding (How it works has more)")
     c["vllm_url"] = gr.Textbox(url, label="vLLM server URL", placeholder="http://127.0.0.1:8000",
                                interactive=not locked, elem_id="vllm-url")
     c["vllm_baseline_url"] = gr.Textbox(baseline, label="Baseline server URL (same target, no speculation)",

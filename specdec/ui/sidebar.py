@@ -1,0 +1,80 @@
+"""The sidebar, in the order of a person's questions: which pair (preset, its one-line note, details on demand),
+which target and draft, how many draft tokens (K), how random (temperature); then the rest of the decoding
+settings; another model by name; and last, collapsed, the engine choice (a vLLM server), absent from a public
+deployment whose operator set no server."""
+from __future__ import annotations
+
+from specdec.engine.schedules import CONFIDENCE_THRESHOLD, SCHEDULES
+from specdec.models import presets
+from specdec.planning.choice import AUTO
+from specdec.ui.defaults import default_draft
+from specdec.ui.vllm import engine as vllm_engine
+
+import gradio as gr
+
+
+def where_from(preset) -> str:
+    return ("bundled, works offline" if preset.bundled else
+            "fetched once (without a model hub), offline afterwards" if preset.fetched else
+            "downloaded from the Hugging Face Hub on first use")
+
+
+def preset_line(preset) -> str:
+    """The preset's note in one line: size and where the weights come from."""
+    return f"About {preset.approx_memory_gb:g} GB of weights, {where_from(preset)}."
+
+
+def pick_preset(key: str) -> dict:
+    """A pair preset fills the target, the draft (the measured default for the default pair), the sweep's drafts,
+    its one-line note and its details."""
+    preset = next((p for p in presets.PAIR_PRESETS if p.key == key), None)
+    if preset is None:
+        return {}
+    default = default_draft()
+    draft = default.name if default.name in preset.drafts else preset.drafts[0]
+    return {"target": preset.target, "draft": draft, "sweep_drafts": list(preset.drafts),
+            "preset_note": preset_line(preset), "preset_details": preset.note}
+
+
+def engine_shown() -> bool:
+    """The engine choice is offered except on a public deployment without an operator-set server."""
+    return not vllm_engine.public_deployment() or bool(vllm_engine.operator_urls()[0])
+
+
+def build_sidebar(c: dict) -> None:
+    first = presets.PAIR_PRESETS[0]
+    default = default_draft()
+    choices = presets.all_model_choices()
+    drafts = [n for n in choices if n not in (presets.DEFAULT_TARGET, AUTO)]
+    drafts = [default.name] + [AUTO] + [n for n in drafts if n != default.name]
+    c["preset"] = gr.Dropdown([(p.label, p.key) for p in presets.PAIR_PRESETS], value=first.key,
+                              label="Pair preset", elem_id="preset")
+    c["preset_note"] = gr.Markdown(preset_line(first), elem_id="preset-note", elem_classes=["explain-note"])
+    with gr.Accordion("About this pair", open=False, elem_id="preset-more"):
+        c["preset_details"] = gr.Markdown(first.note, elem_id="preset-details")
+    c["target"] = gr.Dropdown(choices, value=presets.DEFAULT_TARGET, label="Target", allow_custom_value=True,
+                              elem_id="target")
+    c["draft"] = gr.Dropdown(drafts, value=default.name, label="Draft", allow_custom_value=True, elem_id="draft",
+                             info=default.why())
+    c["k"] = gr.Slider(1, 16, value=default.k, step=1, label="K (draft tokens per step)", elem_id="k")
+    c["temperature"] = gr.Slider(0, 2, value=0.0, step=0.05, label="Temperature (0 = greedy)",
+                                 elem_id="temperature")
+    c["max_new_tokens"] = gr.Slider(1, 512, value=64, step=1, label="Max new tokens")
+    c["top_p"] = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p (1 = off)")
+    c["top_k"] = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)")
+    c["seed"] = gr.Number(value=0, precision=0, minimum=0, maximum=2**32 - 1, label="Seed")
+    c["k_schedule"] = gr.Dropdown(list(SCHEDULES), value="constant", label="K schedule (K above is the largest)",
+                                  info=f"constant · heuristic (+2 / −1) · confidence (draft stops below "
+                                       f"{CONFIDENCE_THRESHOLD}) · optimal (from measured α and costs) · auto "
+                                       "(optimal, and speculation off where it does not pay; the auto draft "
+                                       "always runs it)")
+    c["chat"] = gr.Checkbox(value=True, label="Chat format (wrap the prompt in the target's chat template)")
+    with gr.Accordion("Other model (name or path)", open=False):
+        c["target_custom"] = gr.Textbox("", label="Target: Hub id or local folder",
+                                        placeholder="overrides the dropdown")
+        c["draft_custom"] = gr.Textbox("", label="Draft: Hub id or local folder", placeholder="overrides the dropdown")
+    c["projector"] = gr.Checkbox(False, label="Projector mode: larger type, fine print hidden (link: ?projector=1)",
+                                 elem_id="projector")
+    with gr.Accordion("Engine: SpecDec Lab or a vLLM server", open=False, visible=engine_shown(),
+                      elem_id="engine-box"):
+        vllm_engine.build_engine_controls(c)

@@ -1,0 +1,82 @@
+"""The first screen's pieces without a browser: the default draft from the model cards, the verdict sentence, the
+docs links, the preset's one-line note and the collapsed details under the four primary cards."""
+import json
+
+from specdec.measure.speedup import Estimate
+from specdec.models import presets
+from specdec.ui.defaults import best_from_cards, default_draft
+from specdec.ui.links import link_docs
+from specdec.ui.sidebar import pick_preset
+from specdec.ui.views.cards import auto_card, render_cards
+from specdec.ui.views.verdict import render_progress, render_verdict, verdict_sentence
+
+from tests.ui_fakes import mixed_run
+
+
+def estimate(ratio, low=None, high=None, repeats=8, state="done") -> Estimate:
+    return Estimate(ratio, low, high, repeats, 64, 30.0, 20.0, low, high, state)
+
+
+def write_card(folder, name, by_k) -> None:
+    (folder / name).mkdir()
+    (folder / name / "card.json").write_text(json.dumps({"best_k_greedy_chat": by_k}))
+
+
+def test_the_default_draft_is_the_best_measured_chat_speedup_at_a_fixed_k(tmp_path):
+    write_card(tmp_path, "slow", {"1": 0.9, "4": 0.8})
+    write_card(tmp_path, "fast", {"1": 1.05, "2": 1.2, "4": 1.1})
+    write_card(tmp_path, "not-offered", {"1": 3.0})
+    best = best_from_cards(tmp_path, {"slow", "fast"})
+    assert (best.name, best.k, best.speedup) == ("fast", 2, 1.2)
+    assert "1.20× at K = 2" in best.why()
+
+
+def test_the_shipped_cards_give_a_named_drafter_that_the_draft_list_offers():
+    default = default_draft()
+    assert default.name != "auto" and default.name in presets.all_model_choices() and 1 <= default.k <= 16
+
+
+def test_the_verdict_sentence_says_faster_slower_or_no_measurable_difference():
+    assert verdict_sentence(estimate(1.42, 1.37, 1.48)) == \
+        "1.42× faster than the target alone — 95% interval 1.37–1.48, 8 paired runs"
+    assert verdict_sentence(estimate(0.91, 0.88, 0.95)).startswith("Slower: 0.91×")
+    assert verdict_sentence(estimate(1.01, 0.97, 1.04)).startswith("No measurable difference")
+    assert "too few for a verdict" in verdict_sentence(estimate(1.2, repeats=2, state="stopped"))
+    assert 'data-verdict="faster"' in render_verdict(estimate(1.42, 1.37, 1.48))
+
+
+def test_the_progress_box_says_what_is_measured_pairs_so_far_and_why_run_waits():
+    html = render_progress("", estimate(1.3, repeats=2, state="measuring"))
+    assert "2 paired runs so far" in html and "64 tokens" in html and "Run waits until" in html
+
+
+def test_docs_references_become_links_only_under_a_configured_base():
+    text = "See docs/vllm.md and (docs/zoo.md)."
+    assert link_docs(text, "") == text
+    linked = link_docs(text, "https://example.org/repo/blob/main/")
+    assert "[docs/vllm.md](https://example.org/repo/blob/main/docs/vllm.md)" in linked
+    assert "([docs/zoo.md](https://example.org/repo/blob/main/docs/zoo.md))" in linked
+
+
+def test_the_preset_note_is_one_line_and_its_details_are_apart():
+    picked = pick_preset(presets.PAIR_PRESETS[0].key)
+    assert "\n" not in picked["preset_note"] and len(picked["preset_note"]) < 90
+    assert picked["preset_details"] == presets.PAIR_PRESETS[0].note
+    assert picked["draft"] == default_draft().name
+
+
+def test_four_primary_cards_then_memory_in_a_collapsed_details():
+    from specdec.engine.theory import live_metrics
+
+    html = render_cards(live_metrics(mixed_run()), estimate(1.42, 1.37, 1.48))
+    primary, details = html.split('<details class="card-details"')
+    where = [primary.find(f'data-metric="{m}"') for m in ("speedup", "tokens_per_forward", "acceptance", "tokens_per_s")]
+    assert -1 not in where and where == sorted(where)
+    assert 'data-metric="memory"' in details and 'data-metric="memory"' not in primary
+
+
+def test_the_auto_card_names_the_chosen_drafter_and_the_k_each_step_used():
+    events = mixed_run()
+    card = auto_card({"drafter": "lab-draft-distilled", "why": "predicted 1.2x"}, events)
+    ks = [e.k for e in events if e.k]
+    assert "lab-draft-distilled" in card and f"K per step: {min(ks)}" in card
