@@ -11,7 +11,7 @@ from typing import Optional
 
 from specdec.drafters.base import CostShape, Drafter, DrafterSpec, Proposal, ProposalContext
 from specdec.drafters.draft_vocab import draw, head_rows_module, vocab_ids
-from specdec.drafters.shipped import drafter_dir, load_tensors, prefixed, read_meta, shipped_spec
+from specdec.drafters.shipped import draft_vocab_rows, drafter_dir, load_tensors, prefixed, read_meta, shipped_spec
 from specdec.engine.sampling import probabilities, sample
 
 import torch
@@ -109,11 +109,6 @@ class DraftVocabModelDrafter(ModelDrafter):
             return super().draw(logits, context)
         q, tokens = draw(logits, self.ids, self.vocab_limit, context)
         return q, tokens[0]
-
-
-def draft_vocab_rows(meta: dict) -> Optional[int]:
-    """A shipped drafter's draft-vocabulary size from its zoo.json (None: the target's whole head)."""
-    return meta.get("data", {}).get("draft_vocab")
 
 
 class SharedLlama:

@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Optional
 
 from specdec.drafters.base import CostShape, DrafterSpec, NoCostModel, Proposal, ProposalContext
-from specdec.drafters.draft_model import draft_vocab_rows
 from specdec.drafters.draft_vocab import FeatureDrafter, widen
 from specdec.drafters.heads import EagleHead, LayerCache, load_eagle_state
-from specdec.drafters.shipped import drafter_dir, load_tensors, prefixed, read_meta, shipped_spec
+from specdec.drafters.shipped import draft_vocab_rows, drafter_dir, load_tensors, prefixed, read_meta, shipped_spec
 from specdec.engine.sampling import probabilities
 from specdec.engine.tree import MAX_TREE_DEPTH, GrowingTree, TreeProposal, TreeShape
 from specdec.runners.packed_weights import weight_bytes

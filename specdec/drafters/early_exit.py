@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from specdec.drafters.base import CostShape, DrafterSpec
-from specdec.drafters.draft_model import DraftVocabModelDrafter, draft_vocab_rows, own_layers, vocab_drafter
-from specdec.drafters.shipped import drafter_dir, load_tensors, read_meta, shipped_spec
+from specdec.drafters.draft_model import DraftVocabModelDrafter, own_layers, vocab_drafter
+from specdec.drafters.shipped import draft_vocab_rows, drafter_dir, load_tensors, read_meta, shipped_spec
 
 SHIPPED = "smollm2-135m-early-exit"
 

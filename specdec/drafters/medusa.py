@@ -8,10 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from specdec.drafters.base import CostShape, DrafterSpec, Proposal, ProposalContext
-from specdec.drafters.draft_model import draft_vocab_rows
 from specdec.drafters.draft_vocab import FeatureDrafter
 from specdec.drafters.heads import MedusaHeads
-from specdec.drafters.shipped import drafter_dir, load_tensors, prefixed, read_meta, shipped_spec
+from specdec.drafters.shipped import draft_vocab_rows, drafter_dir, load_tensors, prefixed, read_meta, shipped_spec
 from specdec.runners.packed_weights import weight_bytes
 
 import torch

@@ -31,9 +31,8 @@ FAMILIES: tuple[type[Drafter], ...] = (
     Eagle3Drafter,
     SuffixDrafter,
 )
-FAMILY_NAMES = frozenset(cls.family for cls in FAMILIES)
 # the families whose drafters score their text's own ids too (draft_vocab.HeadRows; the model cards say so)
-FOLLOWS_TEXT = frozenset(cls.family for cls in FAMILIES if getattr(cls, "follows_text", False))
+FOLLOWS_TEXT = frozenset(cls.family for cls in FAMILIES if cls.follows_text)
 
 SPECS: tuple[DrafterSpec, ...] = tuple(spec for family in FAMILIES for spec in family.specs())
 BY_NAME = {spec.name: spec for spec in SPECS}

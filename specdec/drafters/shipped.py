@@ -34,6 +34,11 @@ def read_meta(folder: Path) -> dict:
     return json.loads((Path(folder) / "zoo.json").read_text())
 
 
+def draft_vocab_rows(meta: dict) -> Optional[int]:
+    """A shipped drafter's draft-vocabulary size from its zoo.json (None: the target's whole head)."""
+    return meta.get("data", {}).get("draft_vocab")
+
+
 def load_tensors(folder: Path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 

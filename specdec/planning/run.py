@@ -48,7 +48,3 @@ def generate(target, draft, prompt_ids: list[int], settings: DecodeSettings = De
     return start(target, draft, prompt_ids, settings, **kwargs).result()
 
 
-def is_planner(draft) -> bool:
-    return isinstance(draft, AutoPlanner)
-
-
