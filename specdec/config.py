@@ -159,12 +159,16 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in [
              "through oneDNN); off: every linear layer through F.linear", "specdec/runners/packed_weights.py"),
     Variable("SPECDEC_LAB_KERNELS", FLAG, True, "the lab's C kernels (built into the cache on first use), a "
              "candidate of the measured `auto`", "specdec/runners/native_kernels.py"),
+    Variable("SPECDEC_LAB_KERNELS_AVX2", FLAG, False, "the lab's C kernels built for AVX2 (8-float vectors) even on a "
+             "CPU with AVX-512, to measure that code path", "specdec/runners/native_kernels.py"),
     Variable("SPECDEC_SUFFIX_SHARED_STORE", FLAG, False, "on a public deployment, the suffix drafter drafts from "
              "every session's earlier outputs (off: a session's own only; locally always shared)",
              "specdec/drafters/suffix.py"),
     Variable("SPECDEC_DOCS_URL", TEXT, "", "the base URL the app's references to docs/*.md link to (the project's "
              "repository, e.g. `https://github.com/<owner>/<repo>/blob/main`); unset: they are named, not linked",
              "specdec/ui/links.py"),
+    Variable("SPECDEC_OPERATOR_KEY", TEXT, "", "the teacher's key: typed into the Class board tab, it resets the board "
+             "(unset: nobody can reset it from the page)", "specdec/ui/tabs/board.py"),
     # vLLM
     Variable("SPECDEC_VLLM_VENV", PATH, None, "the virtual environment vLLM runs in (`--venv` wins)",
              "specdec/vllm/venv.py", "`vllm-venv` in the cache folder"),

@@ -69,21 +69,27 @@ def exact_first_two(next_logits, settings: DecodeSettings, prompt: list[int], vo
 def speculative_counts(target, draft, settings: DecodeSettings, samples: int, prompt: list[int], vocab: int,
                        k: int = 3, **kwargs) -> torch.Tensor:
     """[V, V] counts of the first two generated tokens over `samples` runs from one seeded generator
-    (K=3, 4 new tokens by default: acceptance, resampling and bonus paths all occur)."""
+    (K=3, 4 new tokens by default: acceptance, resampling and bonus paths all occur). Each run stops at the
+    step that emits its second token: the tokens after it never reach the counts, and the steps that would
+    make them draw after every draw the first two depend on."""
     settings = replace(settings, k=k, max_new_tokens=4)
     generator = torch.Generator().manual_seed(0)
     counts = torch.zeros(vocab, vocab)
     for _ in range(samples):
-        first, second = run_tokens(target, draft, prompt, settings, generator, **kwargs)[:2]
+        first, second = run_tokens(target, draft, prompt, settings, generator, stop_at=2, **kwargs)[:2]
         counts[first, second] += 1
     return counts
 
 
-def run_tokens(target, draft, prompt: list[int], settings: DecodeSettings, generator, **kwargs) -> list[int]:
-    """The tokens of one run (no top-n tracing: the draws are the same, the run is twice as fast)."""
+def run_tokens(target, draft, prompt: list[int], settings: DecodeSettings, generator, stop_at: int | None = None,
+               **kwargs) -> list[int]:
+    """The tokens of one run (no top-n tracing: the draws are the same, the run is twice as fast); with
+    stop_at, the run is stopped (as Stop stops it) after the step that brings it to stop_at tokens."""
     run = Generation(target, draft, prompt, settings, generator=generator, top_n=0, **kwargs)
     for _ in run:
-        pass
+        if stop_at is not None and len(run.token_ids) >= stop_at:
+            run.close()
+            break
     return run.token_ids
 
 

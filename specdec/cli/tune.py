@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from specdec.cli import shared
-from specdec.runners.tuning import CONTEXT, PROBE_K, REPEATS, TunedPath, cache_file, tuned_path
+from specdec.runners.tuning import CONTEXT, PROBE_K, REPEATS, WIDE_ROWS, TunedPath, cache_file, rows_text, tuned_path
 
 
 def format_path(path: TunedPath) -> str:
@@ -12,14 +12,18 @@ def format_path(path: TunedPath) -> str:
     lines = [f"model  {key['model']}", f"machine  {key['cpu']}, {key['cores']} cores, {key['device']}, torch "
              f"{key['torch']}, OMP_WAIT_POLICY {key['omp_wait_policy']}",
              f"measured {path.measured_at} in {path.measured_s:.1f} s; step = 1-token forward, "
-             f"verify = {PROBE_K + 1}-token forward after {CONTEXT} tokens, medians of {REPEATS}",
-             f"  {'path':<34}{'runner':<40}{'step ms':>9}{'verify ms':>11}  identity"]
+             f"verify = {PROBE_K + 1}-token forward, wide = {WIDE_ROWS}-token forward, after {CONTEXT} tokens, "
+             f"medians of {REPEATS}",
+             f"  {'path':<34}{'runner':<40}{'step ms':>9}{'verify ms':>11}{'wide ms':>9}  identity"]
     for c in path.candidates:
         mark = "*" if c is path.chosen else " "
         status = f"excluded: {c.excluded}" if c.excluded else ("ok, rows exact" if c.rows_exact else "ok")
-        lines.append(f"{mark} {c.label:<34}{c.runner:<40}{c.step_ms:>9.2f}{c.verify_ms:>11.2f}  {status}")
+        wide = f"{c.wide_ms:>9.2f}" if c.wide_ms is not None else f"{'–':>9}"
+        lines.append(f"{mark} {c.label:<34}{c.runner:<40}{c.step_ms:>9.2f}{c.verify_ms:>11.2f}{wide}  {status}")
     lines += [f"  not measured: {reason}" for reason in path.skipped]
     lines.append(f"chosen: {path.label}: {path.why}")
+    if path.threads_by_rows:  # a forward of this many new tokens runs on this many threads
+        lines.append(f"{rows_text(path.threads_by_rows)} (new tokens per forward: threads; the fastest per bucket)")
     return "\n".join(lines)
 
 

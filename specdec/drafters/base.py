@@ -15,6 +15,11 @@ Protocol of one generation, driven by decoding.Generation, with seq = prompt + e
                                  concatenated per position (hidden_request, backend.py)
   propose(seq, k, context)       up to k tokens continuing seq, with their q rows
   rollback(keep)                 forget any own state for positions >= keep (keep = len(seq) - 1 after a step)
+  finish(seq)                    once, when the run ends (finished, stopped or failed): seq = prompt + every
+                                 emitted token (a drafter that learns across requests records it)
+Before any of these, the loader (registry.load_drafter) calls warm_up() once: the one-time work a first
+proposal would do (packing weights, torch's first-call set-up, first allocations) is done at load, not in step 0
+of a user's run; it leaves what the drafter proposes unchanged.
 
 A drafter family is a plug-in: one file holding its Drafter subclass, which is its own spec (the class
 attributes `family` and `description`, `specs()` for the named drafters it ships, each a DrafterSpec with
@@ -122,6 +127,7 @@ class Drafter:
         self.runner = None  # a drafter that drafts through a model runner sets it; counters come from it
         self.own_forward_calls = 0  # otherwise a drafter counts its network forwards here
         self.own_forward_time_s = 0.0  # and the time inside them
+        self.warm_ups = 0  # rehearsals done by warm_up (rehearse): 1 once loaded, for a drafter with a network
 
     @property
     def forward_calls(self) -> int:
@@ -145,6 +151,14 @@ class Drafter:
     def rollback(self, keep: int) -> None:
         pass
 
+    def finish(self, seq: list[int]) -> None:
+        pass
+
+    def warm_up(self) -> None:
+        """Called once by the loader, before any run: do here the one-time work this drafter's first proposal
+        would otherwise do inside a user's run. Default: nothing to do (the lookups); a drafter with a network
+        rehearses one throwaway proposal (rehearse). Must not change what the drafter proposes."""
+
     @classmethod
     def specs(cls) -> list[DrafterSpec]:
         """The named drafters this family ships (listed by the registry); none: it is built from a model name."""
@@ -163,6 +177,30 @@ class Drafter:
     def state_bytes(self) -> int:
         """Bytes of per-sequence state (KV caches, features) currently allocated."""
         return self.runner.kv_bytes() if self.runner is not None else 0
+
+
+WARM_UP_IDS = (1, 2, 3, 4)  # rehearse's throwaway request: ids every vocabulary here has
+GREEDY = ProposalContext(sampling=False, warpers=None, generator=None)
+
+
+def rehearse(drafter: Drafter, hidden_width: int = 0) -> None:
+    """warm_up for a drafter with a network: one throwaway request through its own code path (start; observe
+    zero states of hidden_width per position where it reads the target's; a greedy proposal of two tokens, a
+    tree where it drafts trees), so that its weights' packed copies, torch's first-call set-up and its buffers'
+    first allocations happen now. Its runner and counters are put back as they were; the next start() replaces
+    the rest of its state, so later proposals are those of a drafter that never rehearsed."""
+    runner, calls, time_s = drafter.runner, drafter.own_forward_calls, drafter.own_forward_time_s
+    seq = list(WARM_UP_IDS)
+    with torch.inference_mode():
+        drafter.start(seq, 4 * len(seq))
+        if drafter.reads_target_hidden:
+            drafter.observe(torch.zeros(len(seq) - 1, hidden_width))
+        if drafter.tree_shape is not None:
+            drafter.propose_tree(seq, 2, GREEDY)
+        else:
+            drafter.propose(seq, 2, GREEDY)
+    drafter.runner, drafter.own_forward_calls, drafter.own_forward_time_s = runner, calls, time_s
+    drafter.warm_ups += 1
 
 
 def one_hot_rows(ids: list[int], vocab_limit: int, device) -> torch.Tensor:

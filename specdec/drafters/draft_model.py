@@ -9,7 +9,7 @@ import copy
 from pathlib import Path
 from typing import Optional
 
-from specdec.drafters.base import CostShape, Drafter, DrafterSpec, Proposal, ProposalContext
+from specdec.drafters.base import CostShape, Drafter, DrafterSpec, Proposal, ProposalContext, rehearse
 from specdec.drafters.draft_vocab import draw, head_rows_module, vocab_ids
 from specdec.drafters.shipped import draft_vocab_rows, drafter_dir, load_tensors, prefixed, read_meta, shipped_spec
 from specdec.engine.sampling import probabilities, sample
@@ -68,6 +68,11 @@ class ModelDrafter(Drafter):
 
     def rollback(self, keep: int) -> None:
         self.runner.rollback(min(self.runner.length, keep))
+
+    def warm_up(self) -> None:
+        """A throwaway proposal through a runner of its own (base.rehearse): the runner's first forward, and its
+        weights' packed copies, happen at load."""
+        rehearse(self)
 
     def param_bytes(self) -> int:
         return self.loaded.param_bytes

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import ClassVar
 
-from specdec.drafters.base import Drafter, ProposalContext
+from specdec.drafters.base import Drafter, ProposalContext, rehearse
 from specdec.engine.sampling import probabilities, sample
 from specdec.runners.packed_weights import linear, linear_weights, weight_bytes
 
@@ -155,6 +155,11 @@ class FeatureDrafter(Drafter):
 
     def observe(self, hidden: torch.Tensor) -> None:
         self.features.extend(hidden.detach().to(self.dtype).unbind(0))
+
+    def warm_up(self) -> None:
+        """A throwaway proposal (base.rehearse) from zero states as wide as the target's (one layer's, or each of
+        target_layers'): packs the head's and the head rows' weights, which the first proposal would otherwise do."""
+        rehearse(self, max(1, len(self.target_layers)) * self.target_model.config.hidden_size)
 
     def rollback(self, keep: int) -> None:
         # features of positions >= keep - 1 ... the decoder observes the confirmed ones after this call

@@ -57,7 +57,15 @@ def drafter_specs(target_name: Optional[str] = None) -> list[DrafterSpec]:
 
 
 def load_drafter(name: str, target, *, load_model: Optional[Callable] = None, progress=None) -> Drafter:
-    """The drafter called `name`, ready to draft for `target` (a LoadedModel)."""
+    """The drafter called `name`, ready to draft for `target` (a LoadedModel): built, then warmed up
+    (Drafter.warm_up), so that a run's first step drafts as fast as its later ones."""
+    drafter = build_drafter(name, target, load_model=load_model, progress=progress)
+    drafter.warm_up()
+    return drafter
+
+
+def build_drafter(name: str, target, *, load_model: Optional[Callable] = None, progress=None) -> Drafter:
+    """The drafter called `name` for `target`, built but not warmed up."""
     from specdec.models.dtypes import dtype_name
     from specdec.models.loading import load_model as default_load
     from specdec.models.vocabulary import check_compatible, shared_vocab_size

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 
-from specdec.drafters.base import Drafter, Proposal, ProposalContext, one_hot_rows
+from specdec.drafters.base import Drafter, Proposal, ProposalContext, one_hot_rows, rehearse
 
 CONTEXT_FACTOR = 4  # the draft's tokens per target token can exceed 1; its cache gets this much room
 
@@ -58,6 +58,10 @@ class ReTokenisedDrafter(Drafter):
         ids = self.target.tokenizer(draft_text, add_special_tokens=False)["input_ids"][:k]
         ids = list(itertools.takewhile(lambda i: i < self.vocab_limit, ids))
         return Proposal(ids, one_hot_rows(ids, self.vocab_limit, self.target.device) if ids else None)
+
+    def warm_up(self) -> None:
+        """A throwaway proposal through a runner of its own (base.rehearse), both tokenizers included."""
+        rehearse(self)
 
     def param_bytes(self) -> int:
         return self.draft.param_bytes

@@ -5,16 +5,19 @@ followed those occurrences, each continuation scored by how often it followed (a
 match, the bigger the draft: at most max_spec_factor × the match length nodes (and the spec's node budget), only
 continuations whose frequency along their path is at least min_token_prob. It drafts the tree that scores best
 (Arctic Inference's rule: the sum of the nodes' path frequencies), K levels deep at most (the pattern and the draft
-each up to max_tree_depth: Arctic's depth-limited suffix tree bounds their sum).
+each up to max_tree_depth: Arctic's depth-limited suffix tree bounds their sum). The frequencies pool this request and
+the earlier outputs; Arctic searches them apart and drafts the better-scored of the two (`split`: measured no better
+on the shipped workloads, docs/notebook/2026-12-06-suffix-decoding.md).
 
 Memory: this request's tokens, and a per-process store of earlier requests' outputs, one store per target (token
 ids mean nothing across tokenizers) holding at most max_cached_requests requests; the oldest request is evicted
-first. A request's output is recorded as it is drafted from (the engine tells a drafter nothing after its last
-step, so the last step's tokens, at most K + 1, are not recorded).
+first. A request's output is recorded as it is drafted from, and whole when the run ends (`finish`: finished or
+stopped).
 
 Privacy: on a public deployment (specdec/serving/limits.py: SPACE_ID or SPECDEC_PUBLIC) a request reads and
-writes only the entries of its own session (the drafter's `owner`); a drafter without an owner there neither
-reads nor writes the store. SPECDEC_SUFFIX_SHARED_STORE=1 lets the operator share one store across sessions.
+writes only the entries of its own session: the drafter's `owner`, or, where none was given, the one the app's
+`owner_source` names when the request starts (the app: its browser session, specdec/ui/suffix_sessions.py); a
+request without an owner there neither reads nor writes the store. SPECDEC_SUFFIX_SHARED_STORE=1 lets the operator share one store across sessions.
 Locally (one user) every earlier request is shared.
 
 Exactness: q is the distribution each node's children were drawn from: the frequencies of the continuations
@@ -30,7 +33,7 @@ import itertools
 import os
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from specdec import config
 from specdec.drafters.base import CostShape, Drafter, DrafterSpec, Proposal, ProposalContext
@@ -122,6 +125,8 @@ class SuffixStore:
 
 STORES: dict[str, SuffixStore] = {}  # target name -> its store (per process)
 REQUESTS = itertools.count()
+# the owner of a request started without one (the app sets it: the browser session running the request); None: none
+owner_source: Optional[Callable[[], Optional[str]]] = None
 
 
 def store_for(target_name: str, limit: int) -> SuffixStore:
@@ -183,11 +188,18 @@ class SuffixDrafter(Drafter):
         self.store = store_for(target_name, max_cached_requests)
         self.request = TokenIndex()
         self.prompt_length, self.request_id, self.access = 0, next(REQUESTS), (False, False)
+        self.request_owner = owner  # this request's: the drafter's owner, else owner_source's when it started
+        self.split = False  # True: this request and the store searched apart, the better draft taken (Arctic's)
         self.last_match = 0  # the match length of the last draft (for tests and the notebook)
 
     def start(self, prompt_ids: list[int], max_length: int) -> None:
         self.request, self.prompt_length, self.request_id = TokenIndex(prompt_ids), len(prompt_ids), next(REQUESTS)
-        self.access = store_access(self.owner)
+        self.request_owner = self.owner if self.owner is not None or owner_source is None else owner_source()
+        self.access = store_access(self.request_owner)
+
+    def finish(self, seq: list[int]) -> None:
+        """The run ended: its whole output goes to the store (where allowed)."""
+        self._follow(seq)
 
     def propose(self, seq: list[int], k: int, context: ProposalContext) -> Proposal:
         tree = self._draft(seq, k, context, chain=True)
@@ -221,23 +233,27 @@ class SuffixDrafter(Drafter):
             self.request, self.prompt_length = TokenIndex(), min(self.prompt_length, len(seq))
         self.request.extend(seq[len(self.request):])
         if self.access[0]:
-            self.store.record(self.request_id, self.owner, seq[self.prompt_length:])
+            self.store.record(self.request_id, self.request_owner, seq[self.prompt_length:])
 
     def _continuations(self, seq: list[int], depth: int) -> list[tuple[int, Trie]]:
         """For each length L of a match of seq's last tokens (longest first): the continuations, up to depth tokens,
-        of every occurrence of its last L tokens, in this request and the store's visible outputs."""
+        of every occurrence of its last L tokens, in this request and the store's visible outputs (split: in each
+        apart, this request's first, as Arctic's local and global trees)."""
         pattern = seq[-self.max_tree_depth:]
-        sources = [self.request]
+        groups = [[self.request]]
         if self.access[0]:
-            sources += self.store.visible(self.owner, self.access[1], self.request_id)
-        found = [(length, source, end) for source in sources for length, end in source.matches(pattern)]
+            groups.append(self.store.visible(self.request_owner, self.access[1], self.request_id))
+        if not self.split:
+            groups = [[source for group in groups for source in group]]
         tries = []
-        for length in sorted({length for length, _, _ in found}, reverse=True):
-            trie = Trie()
-            for matched, source, end in found:
-                if matched >= length:
-                    trie.add(source.tokens[end + 1 : end + 1 + depth])
-            tries.append((length, trie))
+        for sources in groups:
+            found = [(length, source, end) for source in sources for length, end in source.matches(pattern)]
+            for length in sorted({length for length, _, _ in found}, reverse=True):
+                trie = Trie()
+                for matched, source, end in found:
+                    if matched >= length:
+                        trie.add(source.tokens[end + 1 : end + 1 + depth])
+                tries.append((length, trie))
         return tries
 
     def _eligible(self, node: Trie, score: float) -> list[tuple[int, Trie, float]]:

@@ -10,6 +10,7 @@ around it, and the plain records it emits.
   trace.py      one step's tensors -> a StepEvent
   metrics.py    a run's metrics from its events, and memory measurement
   theory.py     the closed-form maths (Leviathan et al.) the schedules and every view share
+  gate.py       the process's compute gate: steps of many runs interleave, a timed pair runs alone
 
 The engine imports neither gradio nor plotly. It is handed a loaded model (models/) and a drafter (the interface in
 drafters/base.py); which drafter, and `auto`'s plan, are decided above it (drafters/registry.py, planning/).

@@ -14,6 +14,7 @@ from typing import Iterator, Optional
 from specdec.drafters.base import Drafter, ProposalContext, hidden_request
 from specdec.drafters.draft_model import as_drafter
 from specdec.engine.events import DecodeSettings, RunResult, StepEvent, TreeNode, check_settings
+from specdec.engine.gate import GATE
 from specdec.engine.metrics import measure_memory, start_memory_probe, summarize
 from specdec.engine.sampling import build_warpers, probabilities
 from specdec.engine.schedules import Decision, KSchedule, make_schedule
@@ -155,13 +156,25 @@ class Generation:
         max_length = len(seq) + self.settings.max_new_tokens + self.verify_slots + 1
         target = self.target.new_runner(self.vocab_limit, max_length, keep_hidden=hidden_request(self.drafter))
         self._target_runner = target
-        with threads_for_step(self.target.device):
+        try:
+            with GATE.stream() as stream:  # other users' timed pairs wait for this run (gate.py)
+                yield from self._steps_after_prefill(target, seq, max_length, started, stream)
+        finally:  # finished, stopped (close) or failed: the drafter sees the whole output once
+            if self.drafter is not None:
+                self.drafter.finish(list(self.prompt_ids) + self.token_ids)
+
+    def _steps_after_prefill(self, target, seq: list[int], max_length: int, started: float, stream
+                             ) -> Iterator[StepEvent]:
+        with GATE.step() as waited, threads_for_step(self.target.device):
             prefill(target, self.drafter, seq, max_length)
+        started += waited.s  # time spent waiting at the gate is not the engine's
         while True:
             remaining = self.settings.max_new_tokens - len(self.token_ids)
             planned = self.schedule.next_k() if self.drafter is not None else 0
             k = min(planned, remaining - 1)  # never overshoot max_new_tokens
-            with threads_for_step(self.target.device):  # not across the yield below
+            # one step at a time through the process's gate (gate.py); not across the yield below
+            with GATE.step() as waited, threads_for_step(self.target.device):
+                started += waited.s
                 scored = self.score_step(seq, k, target)
                 event = self.emit_and_rollback(scored, seq, target, remaining, planned, self.schedule.decision)
                 # the step's target side as theory.py's v(K) counts it: verification and bookkeeping
@@ -173,6 +186,8 @@ class Generation:
             seq += event.emitted_ids
             self.engine_time_s += time.perf_counter() - started
             self._done = event.finished
+            if event.finished:
+                stream.end()  # the run has ended, even if nobody asks for more (gate.py)
             yield event
             if event.finished:
                 return

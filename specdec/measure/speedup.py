@@ -19,8 +19,9 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable, Hashable, Iterator, Optional
+from typing import Any, Callable, ContextManager, Hashable, Iterator, Optional
 
+from specdec.engine.gate import GATE
 from specdec.engine.theory import baseline_step_costs, median, speculative_step_costs
 
 CONFIDENCE = 0.95
@@ -231,18 +232,22 @@ SWEEP = Policy(min_repeats=6, floor_repeats=3, max_repeats=12, tolerance=0.05, b
 
 def measure(lead: Callable[[], Timing], follow: Callable[[int], Timing], policy: Policy = INTERACTIVE, *,
             measurement: Optional[Measurement] = None, should_stop: Callable[[], bool] = lambda: False,
-            clock: Callable[[], float] = time.monotonic) -> Iterator[Estimate]:
+            clock: Callable[[], float] = time.monotonic,
+            exclusive: Callable[[], ContextManager] = GATE.exclusive) -> Iterator[Estimate]:
     """Generator: times (lead, follow) pairs, alternating which runs first, and yields the Estimate
     after each pair; the last one yielded is final (its state says why it ended). `follow(n)` must
     produce exactly n new tokens. A finished `measurement` is yielded once, unchanged; a stopped one
-    is continued. Stop (should_stop) is checked before every run; a half-done pair is dropped."""
+    is continued. Stop (should_stop) is checked before every run; a half-done pair is dropped. Each
+    pair holds the process's compute gate exclusively (engine/gate.py): nothing else computes while
+    it is timed, and others' streamed steps get in between pairs."""
     m = measurement if measurement is not None else Measurement()
     if not policy.needs_more(m):
         yield m.estimate()
         return
     m.state, started = "measuring", clock()
     while True:
-        pair = _timed_pair(lead, follow, m, should_stop)
+        with exclusive():
+            pair = _timed_pair(lead, follow, m, should_stop)
         if pair is None:
             m.state = "stopped"
             yield m.estimate()

@@ -24,7 +24,7 @@ from specdec.models.vocabulary import check_compatible, describe_vocab_mismatch,
 from specdec.runners import lab_kernels as lab_kernel_runner
 from specdec.runners import packed_weights, tuning
 from specdec.runners.selection import runner_kind, select
-from specdec.runners.threads import set_model_threads
+from specdec.runners.threads import set_model_threads, set_row_threads
 
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
@@ -233,6 +233,8 @@ def load_model(
         # the lab's kernels where they were measured fastest and still build and fit here
         loaded.kernels = "lab" if tuned.kernels == "lab" and not lab_kernel_runner.fits(loaded.model) else "torch"
         set_model_threads(loaded.model, tuned.threads)
+        # a step's and a verification's own counts, measured on the chosen kernels
+        set_row_threads(loaded.model, tuned.threads_by_rows if loaded.kernels == tuned.kernels else None)
         tuning.remember(name, tuned)
     return loaded
 

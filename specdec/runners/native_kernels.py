@@ -10,7 +10,10 @@ Building: `cc -O3 -march=native -ffp-contract=off` into SPECDEC_CACHE/kernels/, 
 compiler command and the CPU (model and flags), so a different machine or a changed source builds afresh. Where
 there is no x86-64 CPU with AVX2, F16C and FMA, no compiler, or the build fails, `available()` is False and
 `unavailable_reason()` says why; nothing else changes (the static runner's torch path runs). SPECDEC_LAB_KERNELS=0
-turns them off.
+turns them off. The C source has two code paths, chosen by the compiler's target: AVX-512 (16-float vectors, row
+tiles of 12) where -march=native has it, else AVX2 (8-float vectors, row tiles of 6); SPECDEC_LAB_KERNELS_AVX2=1
+builds the AVX2 path on any CPU, to measure it where AVX-512 would be chosen. Both compute every output as the
+same chain of fused multiply-adds, so both are row-exact.
 """
 from __future__ import annotations
 
@@ -55,10 +58,15 @@ def build_command(cc: str, source: Path, output: Path, target: tuple[str, ...] =
             "-lpthread", "-lm"]
 
 
+def target() -> tuple[str, ...]:
+    """The vector target of this process's build: the machine's own, or AVX2 where SPECDEC_LAB_KERNELS_AVX2 asks."""
+    return AVX2 if config.get("SPECDEC_LAB_KERNELS_AVX2") else NATIVE
+
+
 def library_path(cc: str) -> Path:
-    """Where the build for this source, compiler and CPU lives."""
+    """Where the build for this source, compiler, target and CPU lives."""
     digest = hashlib.sha256(SOURCE.read_bytes())
-    digest.update(" ".join(build_command(cc, Path("s"), Path("o"))).encode())
+    digest.update(" ".join(build_command(cc, Path("s"), Path("o"), target())).encode())
     digest.update(f"{cpu_name()} {sorted(cpu_flags())} {platform.machine()}".encode())
     return cache_dir() / "kernels" / f"decode_kernels-{digest.hexdigest()[:16]}.so"
 
@@ -95,7 +103,7 @@ def _load():
     path = library_path(cc)
     if not path.exists():
         try:
-            _build(cc, path)
+            _build(cc, path, target())
         except (OSError, subprocess.SubprocessError) as exc:
             return None, f"lab kernels: the build failed ({_first_line(exc)})"
     try:

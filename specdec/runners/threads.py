@@ -9,7 +9,11 @@ every CPU run instead (0: torch's).
 
 A model loaded with the measured `auto` (tuning.py) carries the thread count measured fastest for it: its
 runners' forwards run on that count (threads_for_model, called by every runner), whatever the step's count.
-An explicit count (SPECDEC_STEP_THREADS, or `--threads` through set_explicit_threads) wins over both.
+It may also carry a count per row count (ROW_BUCKETS: a one-token step, a short verification, a long one):
+a one-token step streams the weights and is bound by memory, a verification of K + 1 rows reuses each weight
+K + 1 times and is bound by compute, so the fastest count can differ; a forward of rows in a measured bucket
+runs on that bucket's count. An explicit count (SPECDEC_STEP_THREADS, or `--threads` through
+set_explicit_threads) wins over all of them.
 Measured one- and two-thread step times per machine: docs/engine.md ("CPU").
 """
 from __future__ import annotations
@@ -25,6 +29,14 @@ import torch
 
 _EXPLICIT: list[Optional[int]] = [None]  # set_explicit_threads: the operator's count for this process
 _MODEL_THREADS: "weakref.WeakKeyDictionary[torch.nn.Module, int]" = weakref.WeakKeyDictionary()
+_ROW_THREADS: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
+# the row counts of a forward that `tune` measures a thread count for: (name, fewest rows, most rows)
+ROW_BUCKETS = (("1", 1, 1), ("2-5", 2, 5), ("6-17", 6, 17))
+
+
+def row_bucket(rows: int) -> Optional[str]:
+    """The name of the bucket a forward of `rows` new tokens falls in ('1', '2-5', '6-17'), or None (a prefill)."""
+    return next((name for name, low, high in ROW_BUCKETS if low <= rows <= high), None)
 
 
 def set_explicit_threads(count: Optional[int]) -> None:
@@ -51,15 +63,34 @@ def set_model_threads(module: torch.nn.Module, count: Optional[int]) -> None:
         _MODEL_THREADS.pop(module, None)
 
 
-def model_threads(module: torch.nn.Module) -> Optional[int]:
-    """The count this model's forwards run on: the explicit one, else its measured one, else None (the step's)."""
-    return explicit_threads() if has_explicit_threads() else _MODEL_THREADS.get(module)
+def set_row_threads(module: torch.nn.Module, counts: Optional[dict]) -> None:
+    """The thread count measured fastest per row bucket ({'1': 1, '2-5': 2, ...}) for this model's forwards;
+    None or {} forgets them."""
+    if counts:
+        _ROW_THREADS[module] = dict(counts)
+    else:
+        _ROW_THREADS.pop(module, None)
+
+
+def row_threads(module: torch.nn.Module) -> dict:
+    """The measured count per row bucket of this model ({} where none was measured)."""
+    return dict(_ROW_THREADS.get(module, {}))
+
+
+def model_threads(module: torch.nn.Module, rows: Optional[int] = None) -> Optional[int]:
+    """The count this model's forwards of `rows` new tokens run on: the explicit one, else the one measured for
+    the rows' bucket, else the model's measured one, else None (the step's)."""
+    if has_explicit_threads():
+        return explicit_threads()
+    by_rows = _ROW_THREADS.get(module, {}).get(row_bucket(rows)) if rows else None
+    return by_rows or _MODEL_THREADS.get(module)
 
 
 @contextlib.contextmanager
-def threads_for_model(module: torch.nn.Module) -> Iterator[None]:
-    """Run one forward of this model on model_threads(...) threads (where it has a count), then restore."""
-    wanted = model_threads(module) if next(module.parameters()).device.type == "cpu" else None
+def threads_for_model(module: torch.nn.Module, rows: Optional[int] = None) -> Iterator[None]:
+    """Run one forward of `rows` new tokens of this model on model_threads(...) threads (where it has a count),
+    then restore."""
+    wanted = model_threads(module, rows) if next(module.parameters()).device.type == "cpu" else None
     with _threads(wanted):
         yield
 

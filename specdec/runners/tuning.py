@@ -13,8 +13,9 @@ CPU that computes bfloat16 natively and for models of at least loading.BF16_MIN_
 (oneDNN-packed); each on one thread and on every core. Not candidates: float16 activations (CPU
 kernels are slow and not row-exact), float32 without the copies (SPECDEC_PACKED_WEIGHTS is process-wide).
 
-Each candidate, on a fixed CONTEXT-token prefix: the median of REPEATS one-token forwards (a decoding step) and
-of REPEATS (K + 1)-token forwards (a verification at PROBE_K), after one warm-up round, through the engine's own
+Each candidate, on a fixed CONTEXT-token prefix: the median of REPEATS one-token forwards (a decoding step), of
+REPEATS (K + 1)-token forwards (a verification at PROBE_K) and of REPEATS WIDE_ROWS-token forwards (a long chain
+or a tree), after one warm-up round, through the engine's own
 runner and thread handling (threads.set_model_threads); the candidates take turns, round by round, so that load
 from other processes hits each alike. Identity probe: PROBE_TOKENS greedy tokens decoded one
 at a time, then the same tokens scored in one forward; a candidate is excluded when a greedy token of the batched
@@ -22,7 +23,10 @@ forward differs from the one-token forwards' (speculation would then not reprodu
 when its greedy tokens differ from float32's on the first thread count (the reference), or for bfloat16 when
 the batched rows differ in any bit (bfloat16 near-ties are common: only row-exact products are trusted). The
 choice minimises step + verification time (a target-only run is all steps, a speculative run's target side is
-verifications); a later candidate must beat an earlier one by MARGIN (5%) to be chosen over it. An explicit dtype or thread count always wins.
+verifications); a later candidate must beat an earlier one by MARGIN (5%) to be chosen over it. Then, for the
+chosen dtype and kernels, each row bucket of threads.ROW_BUCKETS gets the thread count fastest for its forwards
+(the same MARGIN rule): a one-token step is bound by memory and a verification by compute, so they may differ
+(threads_by_rows). An explicit dtype or thread count always wins.
 """
 from __future__ import annotations
 
@@ -45,10 +49,11 @@ from specdec.serving.process import describe_process
 import torch
 
 FILE_NAME = "tuning.json"
-FORMAT = 3  # bumped when the candidates or the choice rule change: older records are measured again
+FORMAT = 4  # bumped when the candidates or the choice rule change: older records are measured again
 CONTEXT = 48  # prefix tokens before every timed forward
 PROBE_K = 4  # the verification timed is K + 1 tokens
 PROBE_TOKENS = 8  # greedy tokens of the identity probe (>= PROBE_K + 1)
+WIDE_ROWS = 9  # a forward of the 6-17 row bucket (the probe has PROBE_TOKENS + 1 tokens to score)
 REPEATS = 5
 KEY_FLAGS = ("amx_bf16", "avx512_bf16", "avx512f", "avx2")  # the extensions that pick CPU kernels
 
@@ -60,6 +65,7 @@ class CandidateFigures:
     runner: str = ""  # the runner label (float16 weight copies, oneDNN-packed bfloat16 weights, ...)
     step_ms: Optional[float] = None  # median one-token forward
     verify_ms: Optional[float] = None  # median (PROBE_K + 1)-token forward
+    wide_ms: Optional[float] = None  # median WIDE_ROWS-token forward
     identical: bool = False  # kept greedy identity on the probe
     rows_exact: bool = False  # batched rows equal one-token rows in every bit
     excluded: str = ""  # why it may not be chosen ("" when it may)
@@ -86,6 +92,7 @@ class TunedPath:
     measured_s: float = 0.0
     measured_at: str = ""
     kernels: str = "torch"  # the chosen candidate's kernels
+    threads_by_rows: dict = field(default_factory=dict)  # row bucket name -> thread count (threads.ROW_BUCKETS)
 
     @property
     def chosen(self) -> Optional[CandidateFigures]:
@@ -235,6 +242,7 @@ class _Trial:
     tokens: list[int]
     step: list[float] = field(default_factory=list)
     verify: list[float] = field(default_factory=list)
+    wide: list[float] = field(default_factory=list)
 
     def timed_ms(self, ids: list[int]) -> float:
         threads.set_model_threads(self.loaded.model, self.figures.threads)
@@ -272,11 +280,30 @@ def time_interleaved(trials: list[_Trial], repeats: int = REPEATS) -> None:
         shift = index % len(trials)
         for trial in trials[shift:] + trials[:shift]:
             step, verify = trial.timed_ms(trial.tokens[:1]), trial.timed_ms(trial.tokens[:PROBE_K + 1])
+            wide = trial.timed_ms(trial.tokens[:WIDE_ROWS])
             if index:
                 trial.step.append(step)
                 trial.verify.append(verify)
+                trial.wide.append(wide)
     for trial in trials:
         trial.figures.step_ms, trial.figures.verify_ms = statistics.median(trial.step), statistics.median(trial.verify)
+        trial.figures.wide_ms = statistics.median(trial.wide)
+
+
+BUCKET_FIGURES = {"1": "step_ms", "2-5": "verify_ms", "6-17": "wide_ms"}  # the timing that stands for each bucket
+
+
+def threads_by_rows(best: CandidateFigures, candidates: list[CandidateFigures]) -> dict:
+    """Per row bucket, the thread count whose forwards of the chosen dtype and kernels were fastest there (the
+    fewest threads within MARGIN of the fastest: candidates come in increasing thread counts)."""
+    siblings = [c for c in candidates if (c.dtype, c.kernels) == (best.dtype, best.kernels) and not c.excluded]
+    counts = {}
+    for bucket, figure in BUCKET_FIGURES.items():
+        timed = [c for c in siblings if getattr(c, figure) is not None]
+        if timed:
+            fastest = min(getattr(c, figure) for c in timed)
+            counts[bucket] = next(c.threads for c in timed if getattr(c, figure) <= fastest * (1 + MARGIN))
+    return counts
 
 
 def exclusion(figures: CandidateFigures, tokens: list[int], reference: Optional[list[int]]) -> str:
@@ -302,7 +329,8 @@ def measure_paths(loaded_float32, key: dict, repeats: int = REPEATS) -> TunedPat
     """Probes and times every candidate of a float32-loaded model (bfloat16 as a converted copy) and chooses."""
     started = time.perf_counter()
     parameters = sum(p.numel() for p in loaded_float32.model.parameters())
-    before = threads.model_threads(loaded_float32.model)
+    before, before_rows = threads.model_threads(loaded_float32.model), threads.row_threads(loaded_float32.model)
+    threads.set_row_threads(loaded_float32.model, None)  # each trial's forwards on its own count
     skipped = []
     try:
         with torch.inference_mode():
@@ -325,6 +353,7 @@ def measure_paths(loaded_float32, key: dict, repeats: int = REPEATS) -> TunedPat
             time_interleaved(trials, repeats)
     finally:
         threads.set_model_threads(loaded_float32.model, before)
+        threads.set_row_threads(loaded_float32.model, before_rows)
     candidates = [trial.figures for trial in trials]
     best, why = choose(candidates)
     del trials  # their runners; then the weight copies of the kernels not chosen go too
@@ -334,7 +363,7 @@ def measure_paths(loaded_float32, key: dict, repeats: int = REPEATS) -> TunedPat
         lab_kernel_runner.forget(loaded_float32.model)
     return TunedPath(key, best.dtype, best.threads, why, candidates, skipped,
                      round(time.perf_counter() - started, 2), time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-                     best.kernels)
+                     best.kernels, threads_by_rows(best, candidates))
 
 
 def bfloat16_copy(loaded):
@@ -402,8 +431,15 @@ def tuned_path(source: str, device: torch.device, load_float32: Callable[[], obj
 
 
 def summary(path: TunedPath) -> str:
-    """One line for cards and logs: 'float32, 1 thread (static, float16 weight copies): step 14.2 ms, verify 19.0 ms'."""
+    """One line for cards and logs: 'float32, 1 thread (static, float16 weight copies): step 14.2 ms, verify 19.0 ms;
+    threads by rows: 1: 1, 2-5: 2, 6-17: 2'."""
     chosen = path.chosen
     runner = f" ({chosen.runner})" if chosen is not None and chosen.runner else ""
     figures = f": step {chosen.step_ms:.1f} ms, verify {chosen.verify_ms:.1f} ms" if chosen is not None else ""
-    return f"{path.label}{runner}{figures}"
+    by_rows = f"; {rows_text(path.threads_by_rows)}" if path.threads_by_rows else ""
+    return f"{path.label}{runner}{figures}{by_rows}"
+
+
+def rows_text(counts: dict) -> str:
+    """'threads by rows: 1: 1, 2-5: 2, 6-17: 2' (rows of a forward: its thread count)."""
+    return "threads by rows: " + ", ".join(f"{bucket}: {count}" for bucket, count in counts.items())

@@ -114,7 +114,9 @@ class Limits:
 
 
 LOCAL = Limits()
-PUBLIC = Limits(queue_size=24, max_new_tokens=256, max_sweep_points=48, max_repeats=12, run_budget_s=120.0,
+# sized for a class of 30 on one Space: each student's Run is one queued request and its follow-up (the inspector),
+# and Generate runs many at once (wiring.CLASS_LANES), so 30 students at the same moment never fill the queue
+PUBLIC = Limits(queue_size=64, max_new_tokens=256, max_sweep_points=48, max_repeats=12, run_budget_s=120.0,
                 max_prompt_chars=8_000, sessions=64, model_cache_gb=None)
 
 ENVIRONMENT = {  # field -> its variable (what each accepts: specdec/config.py)

@@ -11,10 +11,11 @@ from functools import partial
 
 from specdec.engine.events import DecodeSettings
 from specdec.engine.theory import live_metrics
-from specdec.measure.speedup import INTERACTIVE, SWEEP, Policy, cached, measure_speedup
-from specdec.measure.sweep import remember
+from specdec.measure.speedup import INTERACTIVE, SWEEP, Policy, cached
 from specdec.models.prompt_clean import clean_prompt
 from specdec.runners.tuning import chosen_for
+from specdec.serving.shared_measurements import sharing_note
+from specdec.ui.classroom import Classroom, queue_note, shared_run_note
 from specdec.ui.models import describe_error, load_target_and_drafts, pick_name
 from specdec.ui.names import explain_unknown_names
 from specdec.ui.session import RunView, Session
@@ -62,7 +63,7 @@ class Lab:
 
     def __init__(self, engine=None, *, device: str = "auto", allow_local_paths: bool = True,
                  token_interval_s: float = 0.02, heavy_interval_s: float = 0.25, settle_s: float = 0.3,
-                 policy: Policy = INTERACTIVE, sweep_policy: Policy = SWEEP):
+                 policy: Policy = INTERACTIVE, sweep_policy: Policy = SWEEP, classroom: Classroom | None = None):
         if engine is None:
             import specdec as engine
         self.engine = engine
@@ -71,6 +72,7 @@ class Lab:
         self.token_interval_s, self.heavy_interval_s = token_interval_s, heavy_interval_s
         self.settle_s = settle_s  # pause before timed runs that follow a heavy UI update
         self.policy, self.sweep_policy = policy, sweep_policy  # when a measurement has repeated enough
+        self.classroom = classroom or Classroom()  # what this process's users share (classroom.py)
 
     # --- shared preparation ---------------------------------------------------------------------
     def prepare(self, prompt, clean, target_name: str, draft_names: list[str], chat: bool = True):
@@ -99,13 +101,20 @@ class Lab:
         return (yield from self.prepare(prompt, clean, pick_name(target, target_custom),
                                         [pick_name(draft, draft_custom)], chat=chat is not False))
 
+    def measure_shared(self, session: Session, prep: Prepared, settings: DecodeSettings):
+        """Generator of the measurement's Progress (classroom.py): this configuration is measured once per app
+        process and shared by every session (a private prompt's, once per session); a request for one being
+        measured follows it; one waiting for the device says where it stands. Stop ends this request's part."""
+        yield from self.classroom.measure(self.engine, session, prep, settings, self.policy,
+                                          lambda: session.stop_requested)
+
     def measure(self, session: Session, prep: Prepared, settings: DecodeSettings):
         """Generator of speedup Estimates for this configuration (specdec.measure.speedup): a first figure
-        after one timed pair, then tighter ones; reused from the session's cache when already measured,
-        so Generate and Race show the same figure. Stop ends it after the current run."""
-        yield from measure_speedup(self.engine, prep.target, prep.draft, prep.ids, settings,
-                                   cache=session.measurements, policy=self.policy,
-                                   should_stop=lambda: session.stop_requested, remember=remember)
+        after one timed pair, then tighter ones; the same measurement for every session (measure_shared), so
+        Generate and Race show the same figure. Stop ends it after the current run."""
+        for progress in self.measure_shared(session, prep, settings):
+            if progress.estimate is not None:
+                yield progress.estimate
 
     def measured_runs(self, session: Session, prep: Prepared, settings: DecodeSettings):
         """The latest timed pair's (speculative, target-only) RunResults, or (None, None)."""
@@ -142,22 +151,31 @@ class Lab:
         """Generator: the speedup card tightens after every timed pair; the last update is complete (an
         API client gets only that one), with the throughput plot of the latest timed pair and the exports
         (with the measurement)."""
-        for view.estimate in self.measure(session, prep, settings):
-            if not view.estimate.final:
+        shared = None
+        for progress in self.measure_shared(session, prep, settings):
+            shared, view.estimate = progress.shared, progress.estimate or view.estimate
+            if progress.role == "queued" and progress.estimate is None and not session.stop_requested:
+                yield {"status": render_status(queue_note(progress))}
+            elif view.estimate is not None and not view.estimate.final:
                 yield {"cards": self.view_cards(view),
                        "status": render_status(measuring_status(view.estimate)) + render_progress("", view.estimate)}
         view.measured, view.baseline = self.measured_runs(session, prep, settings)
         view.exports = export_trace(view.result, measurement=view.estimate, baseline=view.baseline)
+        self.classroom.record_run(prep.text, view.result, view.estimate)
+        notes = " ".join(n for n in (view.shared_note, sharing_note(shared) if shared else "") if n)
         # complete: the API's final value; it names the pair, which the free name fields may have changed
-        update = self.finish_view(view, status=f"{final_status(view.estimate)} {ran_pair(view.result)}",
+        update = self.finish_view(view, status=f"{final_status(view.estimate)} {ran_pair(view.result)} {notes}".strip(),
                                   headline=render_verdict(view.estimate))
         if view.baseline is not None:
             update["plot_throughput"] = throughput_figure(view.measured, view.baseline)
         yield update
 
     def stream_run(self, session: Session, prep: Prepared, settings: DecodeSettings):
-        """Generator: one token update per step (capped at 1/token_interval_s per second)."""
-        gen = self.engine.start(prep.target, prep.draft, prep.ids, settings)
+        """Generator: one token update per step (capped at 1/token_interval_s per second). Identical deterministic
+        requests of several sessions watch one run (classroom.py); Stop leaves it, ending it if nobody else
+        watches."""
+        gen = self.classroom.watch(prep, settings, lambda: self.engine.start(prep.target, prep.draft, prep.ids,
+                                                                             settings))
         events, tokens, heavy = [], Throttle(self.token_interval_s), Throttle(self.heavy_interval_s)
         try:
             for event in gen:
@@ -172,10 +190,11 @@ class Lab:
                             f"Generating: step {event.index + 1} (the speedup is measured right after)")
                     yield update
         finally:
-            gen.close()
+            gen.leave()
         # a Stop that lands after the last step has nothing left to stop: the run is complete
         finished = bool(events) and events[-1].finished
-        session.last_run = RunView(prep.text, events, gen.result(), stopped=session.stop_requested and not finished)
+        session.last_run = RunView(prep.text, events, gen.result(), stopped=session.stop_requested and not finished,
+                                   shared_note=shared_run_note(gen))
         return session.last_run
 
     def view_cards(self, view: RunView, note: str = "") -> str:

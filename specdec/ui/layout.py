@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from specdec.drafters.families import families_markdown
 from specdec.models import presets
+from specdec.ui import suffix_sessions
 from specdec.ui.callbacks import Lab
 from specdec.ui.defaults import default_draft
 from specdec.ui.links import link_docs
 from specdec.ui.preload import preload_update
 from specdec.ui.session import Session
+from specdec.ui.share_link import wire_links
 from specdec.ui.sidebar import build_sidebar, pick_preset
 from specdec.ui.style import CSS, LOAD_JS, PROJECTOR_JS
+from specdec.ui.tabs import board as board_tab
 from specdec.ui.tabs import (
     cost as cost_tab,
 )
@@ -33,6 +36,7 @@ from specdec.ui.tabs import (
     sweep as sweep_tab,
 )
 from specdec.ui.tabs import whatif as whatif_tab
+from specdec.ui.tabs import workload as workload_tab
 from specdec.ui.vllm import engine as vllm_engine
 from specdec.ui.wiring import on, pick
 
@@ -89,14 +93,18 @@ TABS = [
     ("Sweep", "sweep", sweep_tab.build),
     ("Is it exact?", "lossless", lossless_tab.build),
     ("Why this speedup?", "cost", cost_tab.build),
-    ("What if?", "whatif", whatif_tab.build),
     ("How it works", "theory", build_theory),
+    # the tabs below fold into the tab bar's "…" menu on a narrow screen: the lesson's tabs above stay in view
+    ("What if?", "whatif", whatif_tab.build),
+    ("Across requests", "workload", workload_tab.build),
+    ("Class board", "board", board_tab.build),
 ]
 
 
 def build_app(lab: Lab | None = None) -> gr.Blocks:
     """The whole app; `lab` binds the callbacks to an engine (default: the real one)."""
     lab = lab or Lab()
+    suffix_sessions.install()  # the suffix drafter's store: one per browser session on a public deployment
     c: dict = {}
     with gr.Blocks(title="SpecDec Lab") as demo:
         session = gr.State(Session())
@@ -119,7 +127,10 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
         lossless_tab.wire(lab, c, session, settings)
         cost_tab.wire(lab, c, session)
         whatif_tab.wire(lab, c, session)
+        board_tab.wire(lab, c, [example[0] for example in EXAMPLES])  # the class board; shared prompts
+        workload_tab.wire(lab, c, session)
         tour.wire_tour(c, session)
+        wire_links(c, session, demo.load, [example[0] for example in EXAMPLES])  # links that carry a state
         c["projector"].change(None, [c["projector"]], [c["projector"]], js=PROJECTOR_JS, api_visibility="private")
         report.add_svg_buttons(c)
         c["preload_timer"] = gr.Timer(1.0)  # the start-up fetch and preload report in the status line
@@ -183,7 +194,12 @@ target-only run then produces exactly as many tokens, going on past an end-of-te
 alternating within pairs, repeated until the interval is tight or a time budget ends (10 repeats or more; at least 3 for a very slow model). Shown:
 the **median** of the per-pair ratios and a **95% interval** for it (distribution-free, from order statistics:
 it needs 6 repeats); when the interval contains 1.0 the app says **no measurable difference**. Each
-configuration (models, prompt, every setting, device, dtype) is measured once per browser session and reused, so
-Generate, Race and the exports show the same figure. Tokens/s is engine time (model calls, sampling, bookkeeping,
-prefill), never UI rendering.
+configuration (models, drafter, K and its schedule, warping, seed, max new tokens, prompt, device, dtype) is
+measured **once per app**, shared by everyone who runs it: a request for a configuration being measured waits for
+that measurement instead of starting a second, and the figure says how many runs it served and when it was
+measured. On your own prompt (not one of the app's examples or exercises) the measurement is yours alone, and
+nobody else sees it. Generate, Race and the exports show the same figure. No timed pair overlaps other work:
+each pair has the machine to itself, and other users' streamed steps run between pairs. Identical deterministic
+runs (greedy, or sampled with the same seed) requested at the same time are made once and streamed to each of
+them. Tokens/s is engine time (model calls, sampling, bookkeeping, prefill), never UI rendering or waiting.
 """

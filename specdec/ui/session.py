@@ -17,6 +17,7 @@ class RunView:
     baseline: Any = None  # a measured target-only RunResult (the latest timed pair's)
     measured: Any = None  # a measured speculative RunResult (the same pair's)
     estimate: Any = None  # specdec.measure.speedup.Estimate of the speedup, once measuring has begun
+    shared_note: str = ""  # a run made once for several identical requests says so (classroom.shared_run_note)
     exports: list = field(default_factory=list)
     stopped: bool = False
     vllm: Any = None  # a run on a vLLM server: its vllm_engine.VllmView (p, q and the draws are not known)
@@ -25,7 +26,8 @@ class RunView:
 @dataclass
 class Session:
     last_run: Optional[RunView] = None
-    measurements: dict = field(default_factory=dict)  # measurement.config_key -> Measurement (this session's)
+    measurements: dict = field(default_factory=dict)  # config_key -> Measurement (shared ones too: classroom.py)
+    scope: str = ""  # this session's private scope for its own prompts' measurements (classroom.session_scope)
     vllm: Any = None  # vllm_engine.VllmChoice when the sidebar's engine is "vLLM server"
     engine_fields: dict = field(default_factory=dict)  # the sidebar's engine fields as last changed (record_field)
     running: bool = False

@@ -8,6 +8,7 @@ from specdec.engine.schedules import CONFIDENCE_THRESHOLD, SCHEDULES
 from specdec.models import presets
 from specdec.planning.choice import AUTO
 from specdec.ui.defaults import default_draft
+from specdec.ui.share_link import build_copy_link
 from specdec.ui.vllm import engine as vllm_engine
 
 import gradio as gr
@@ -75,6 +76,7 @@ def build_sidebar(c: dict) -> None:
         c["draft_custom"] = gr.Textbox("", label="Draft: Hub id or local folder", placeholder="overrides the dropdown")
     c["projector"] = gr.Checkbox(False, label="Projector mode: larger type, fine print hidden (link: ?projector=1)",
                                  elem_id="projector")
+    build_copy_link(c)  # the settings as a link (share_link.py)
     with gr.Accordion("Engine: SpecDec Lab or a vLLM server", open=False, visible=engine_shown(),
                       elem_id="engine-box"):
         vllm_engine.build_engine_controls(c)

@@ -92,6 +92,25 @@ body.projector textarea, body.projector input, body.projector button, body.proje
 .fit-table td, .fit-table th { border: 1px solid var(--border-color-primary); padding: 2px 8px; text-align: right; }
 .explain { font-size: 14px; line-height: 1.5; }
 .explain code { font-size: 13px; }
+.tour-progress .segs { display: flex; gap: 4px; margin: 2px 0 6px; }
+.tour-progress .seg { flex: 1; height: 10px; border-radius: 5px; background: var(--border-color-primary); }
+.tour-progress .seg-done { background: #009E73; }
+.tour-progress .seg-current { box-shadow: 0 0 0 2px var(--color-accent); }
+.tour-progress .where { font-size: 14px; }
+.tour-compare { display: grid; grid-template-columns: 1fr 1fr; gap: 8px; }
+.tour-compare .side { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 6px 10px;
+  background: var(--background-fill-primary); min-width: 0; overflow-wrap: anywhere; }
+.tour-compare .side[data-side="prediction"] { border-left: 4px solid #0072B2; }
+.tour-compare .side[data-side="measured"] { border-left: 4px solid #009E73; }
+.tour-compare .label { font-size: 12px; color: var(--body-text-color-subdued); }
+.tour-compare .value { font-size: 15px; }
+.tour-compare .sub { font-size: 11px; color: var(--body-text-color-subdued); }
+@media (max-width: 700px) { .tour-compare { grid-template-columns: 1fr; } }
+#link-note:not(:has(p, li)), #share-note:not(:has(p)) { display: none; }
+#link-note:has(li) { border: 2px solid #D55E00; background: rgba(213,94,0,.10); border-radius: 8px; padding: 4px 12px; }
+body.projector .tour-progress .where, body.projector .tour-compare .value { font-size: 20px !important; }
+body.projector .tour-compare .label { font-size: 16px !important; }
+body.projector #tour button { font-size: 18px !important; }
 """
 
 # Clicking a token selects it for the inspector: trigger gr.HTML's `select` with [step, position].

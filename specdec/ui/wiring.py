@@ -1,5 +1,6 @@
 """Gradio wiring shared by every tab: callbacks that return {name: value} dicts become event handlers
-(bind, on), timed runs share one queue slot (DEVICE) and get their Stop buttons (on_stop)."""
+(bind, on), the heavy timed runs share one queue slot (DEVICE), Generate has many lanes (CLASS_LANES), and timed
+runs get their Stop buttons (on_stop)."""
 from __future__ import annotations
 
 import inspect
@@ -14,7 +15,10 @@ import gradio as gr
 if TYPE_CHECKING:
     from specdec.ui.callbacks import Lab
 
-DEVICE = "device"  # every timed run shares this queue slot: measurements never overlap
+DEVICE = "device"  # Race, Sweep, Is it exact? and Why this speedup? share this queue slot: one at a time
+# Generate runs up to this many requests at once (a class of 30 and some): their steps and timed pairs take turns
+# through the engine's compute gate (specdec/engine/gate.py), so no timed pair overlaps other compute
+CLASS_LANES = 32
 
 
 def bind(fn, outputs: dict[str, gr.components.Component]):

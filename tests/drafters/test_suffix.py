@@ -23,8 +23,9 @@ CODE = "def area(w, h):\n    return w * h\n\ndef volume(w, h, d):\n    return w 
 
 @pytest.fixture(autouse=True)
 def fresh_stores(monkeypatch):
-    """Each test starts with no earlier requests, on a local deployment."""
+    """Each test starts with no earlier requests, on a local deployment, outside the app (no session owner)."""
     monkeypatch.setattr(suffix, "STORES", {})
+    monkeypatch.setattr(suffix, "owner_source", None)
     for name in ("SPACE_ID", "SPECDEC_PUBLIC", suffix.SHARED_STORE):
         monkeypatch.delenv(name, raising=False)
 
@@ -58,6 +59,16 @@ def test_suffix_greedy_output_is_a_tiny_models_own(tiny):
     alone = generate(tiny, None, PROMPT, settings).token_ids
     run = generate(tiny, drafter, PROMPT, settings)
     assert run.token_ids == alone and run.metrics.tokens_per_forward > 1
+
+
+def test_suffix_greedy_output_stays_the_targets_own_with_request_and_store_searched_apart(lab):
+    ids, settings = lab.encode(CODE), DecodeSettings(k=8, max_new_tokens=40)
+    drafter = registry.load_drafter("suffix", lab)
+    drafter.split = True
+    alone = generate(lab, None, ids, settings).token_ids
+    runs = [generate(lab, drafter, ids, settings) for _ in range(2)]
+    assert [run.token_ids for run in runs] == [alone, alone]
+    assert runs[1].metrics.tokens_per_forward > runs[0].metrics.tokens_per_forward  # the store was drafted from
 
 
 @pytest.mark.parametrize("k", [1, 3])
@@ -99,6 +110,22 @@ def test_a_drafter_bounds_its_targets_store_to_max_cached_requests(lab):
     for prompt in ("a = 1\n", "b = 2\n", "c = 3\n"):
         generate(lab, drafter, lab.encode(prompt), settings)
     assert len(suffix.STORES[lab.name].entries) == 2
+
+
+def test_the_whole_output_reaches_the_store_when_a_run_ends(lab):
+    drafter = registry.load_drafter("suffix", lab)
+    run = generate(lab, drafter, lab.encode(CODE), DecodeSettings(k=8, max_new_tokens=40))
+    assert [entry.output.tokens for entry in suffix.STORES[lab.name].entries.values()] == [run.token_ids]
+
+
+def test_a_stopped_runs_output_reaches_the_store(lab):
+    from specdec.engine.decoding import Generation
+
+    run = Generation(lab, registry.load_drafter("suffix", lab), lab.encode(CODE), DecodeSettings(k=8, max_new_tokens=40))
+    next(run), next(run)
+    run.close()  # the Stop button
+    assert [entry.output.tokens for entry in suffix.STORES[lab.name].entries.values()] == [run.token_ids]
+    assert 0 < len(run.token_ids) < 40
 
 
 SECRET = [7, 3, 9, 8, 6, 5, 2]

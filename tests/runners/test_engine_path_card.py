@@ -24,6 +24,12 @@ def test_the_card_names_the_chosen_path_its_figures_and_the_excluded_ones():
     assert "step 16.5 ms, verify 54.0 ms" in card and "bfloat16, 1 thread 111.6 ms (excluded: its batched rows" in card
 
 
+def test_the_card_names_the_thread_count_per_row_bucket():
+    path = measured_path()
+    path.threads_by_rows = {"1": 1, "2-5": 2, "6-17": 2}
+    assert "1 new token: 1 thread, 2-5 new tokens: 2 threads, 6-17 new tokens: 2 threads" in _engine_card(path)
+
+
 @pytest.fixture
 def remembered(monkeypatch):
     monkeypatch.setattr(tuning, "_CHOSEN", {})

@@ -75,7 +75,10 @@ def test_a_product_equals_torchs_up_to_the_order_of_sums():
                                rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("rows", [2, 3, 4, 5, 9])
+ROW_COUNTS = [2, 3, 4, 5, 6, 7, 9, 12, 13, 17]  # across the tile sizes of both builds (6 and 12 rows) and beyond
+
+
+@pytest.mark.parametrize("rows", ROW_COUNTS)
 def test_a_rows_product_does_not_depend_on_the_rows_beside_it(rows):
     weight, x = weight_of(256, 96), torch.randn(rows, 96) * torch.rand(rows, 96).pow(4) * 8
     together = linear_through_kernels(x, weight)
@@ -89,13 +92,14 @@ def avx2_build(tmp_path_factory):
     return native_kernels.build_and_load(tmp_path_factory.mktemp("avx2") / "kernels.so", native_kernels.AVX2)
 
 
-def test_the_avx2_build_computes_the_same_products(avx2_build):
+@pytest.mark.parametrize("rows", ROW_COUNTS)
+def test_the_avx2_build_computes_the_same_products_row_exact(avx2_build, rows):
     assert avx2_build.sd_lanes() == 8
-    weight, bias, x = weight_of(192, 96), torch.randn(192), torch.randn(5, 96)
+    weight, bias, x = weight_of(192, 96), torch.randn(192), torch.randn(rows, 96)
     products = linear_through_kernels(x, weight, bias, library=avx2_build)
     torch.testing.assert_close(products, F.linear(x, weight, bias), rtol=1e-5, atol=1e-5)
     alone = torch.cat([linear_through_kernels(x[i:i + 1].contiguous(), weight, bias, library=avx2_build)
-                       for i in range(5)])
+                       for i in range(rows)])
     assert torch.equal(products, alone)
 
 
@@ -161,6 +165,50 @@ def test_long_forwards_make_no_second_copy_of_the_weights(monkeypatch):
     model = kernel_model("llama", seed=5)
     LabKernelRunner(model, VOCAB, 32).prefill(IDS[:8])
     assert packed_weights.copy_bytes(model) == lab_kernel_runner.packed_model(model).nbytes
+
+
+@pytest.fixture(params=["native", "avx2"])
+def build(request, avx2_build, monkeypatch):
+    """Runners made in a test with this fixture run on the machine's own build or on the AVX2 one."""
+    if request.param == "avx2":
+        monkeypatch.setitem(native_kernels._STATE, "library", avx2_build)
+    return request.param
+
+
+def two_threads(monkeypatch):
+    monkeypatch.setenv("SPECDEC_STEP_THREADS", "2")  # the model's forwards, the kernels' products and attention
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_every_verification_row_equals_a_one_token_forward_on_either_build_and_thread_count(model, build, threads,
+                                                                                            monkeypatch):
+    monkeypatch.setenv("SPECDEC_STEP_THREADS", str(threads))
+    runner = LabKernelRunner(model, VOCAB, 40)
+    runner.prefill(IDS[:3])
+    tokens = (IDS * 3)[3:20]  # 17 rows: more than one tile of rows on both builds
+    one_at_a_time = torch.cat([runner.forward([token]) for token in tokens])
+    runner.rollback(3)
+    assert torch.equal(runner.forward(tokens), one_at_a_time)
+
+
+def test_a_forward_does_not_depend_on_the_thread_count(model, monkeypatch):
+    outputs = []
+    for count in ("1", "2"):
+        monkeypatch.setenv("SPECDEC_STEP_THREADS", count)
+        runner = LabKernelRunner(model, VOCAB, 32)
+        runner.prefill(IDS[:4])
+        outputs.append(runner.forward(IDS[4:10]))
+    assert torch.equal(*outputs)
+
+
+def test_a_tree_node_scores_as_its_chain_would_on_two_threads(model, monkeypatch):
+    two_threads(monkeypatch)
+    runner = LabKernelRunner(model, VOCAB, 32)
+    runner.prefill(IDS[:4])
+    chain = runner.forward([7, 9, 11])
+    runner.rollback(4)
+    tree = runner.forward_tree(7, [3, 9, 11], [-1, -1, 1])
+    assert torch.equal(tree[[0, 2, 3]], chain)
 
 
 def test_a_tree_node_scores_as_its_chain_would(model):
@@ -229,3 +277,10 @@ def test_the_packed_weights_count_in_the_models_memory():
     layer_matrices = sum(p.numel() for p in model.model.layers.parameters() if p.dim() == 2)
     assert packed_weights.copy_bytes(model) == 2 * (layer_matrices + model.lm_head.weight.numel())
     assert packed_weights.copy_kind(model) == KIND
+
+
+def test_the_avx2_path_can_be_asked_for_on_any_cpu(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path))
+    monkeypatch.setenv("SPECDEC_LAB_KERNELS_AVX2", "1")
+    library, reason = native_kernels._load()
+    assert reason == "" and library.sd_lanes() == 8

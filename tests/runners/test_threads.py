@@ -1,7 +1,15 @@
 """Thread count of a decoding step (specdec/runners/threads.py): one thread for CPU runs under
 OMP_WAIT_POLICY=PASSIVE, torch's count otherwise, restored after every step."""
 from specdec import DecodeSettings, load_model
-from specdec.runners.threads import forward_threads, set_model_threads, step_threads, threads_for_step
+from specdec.runners.threads import (
+    forward_threads,
+    model_threads,
+    row_bucket,
+    set_model_threads,
+    set_row_threads,
+    step_threads,
+    threads_for_step,
+)
 
 import pytest
 import torch
@@ -67,3 +75,22 @@ def test_a_models_forwards_run_on_its_measured_count_else_the_steps(passive):
     assert forward_threads(model) == 1
     set_model_threads(model, 2)
     assert forward_threads(model) == 2
+
+
+@pytest.mark.parametrize("rows, bucket", [(1, "1"), (2, "2-5"), (5, "2-5"), (6, "6-17"), (17, "6-17"), (18, None)])
+def test_a_forwards_new_tokens_fall_in_one_row_bucket(rows, bucket):
+    assert row_bucket(rows) == bucket
+
+
+def test_a_forward_runs_on_the_count_measured_for_its_rows_else_the_models(passive):
+    model = build_model(tiny_config("llama"), seed=0)
+    set_model_threads(model, 1)
+    set_row_threads(model, {"1": 1, "2-5": 2})
+    assert [model_threads(model, rows) for rows in (1, 5, 9)] == [1, 2, 1]
+
+
+def test_an_explicit_count_wins_over_the_row_counts(passive, monkeypatch):
+    model = build_model(tiny_config("llama"), seed=0)
+    set_row_threads(model, {"2-5": 2})
+    monkeypatch.setenv("SPECDEC_STEP_THREADS", "1")
+    assert model_threads(model, 5) == 1

@@ -178,6 +178,32 @@ def test_the_cost_models_auto_dtype_is_the_measured_one(monkeypatch, tiny_folder
     assert choose_dtype("auto", replace(preset("t4"), key=THIS_MACHINE), tiny_folder) == "bfloat16"
 
 
+def timed(kernels, count, step, verify, wide):
+    return replace(figures("float32", count, step, verify), kernels=kernels, wide_ms=wide)
+
+
+def test_each_row_bucket_gets_the_thread_count_fastest_for_it():
+    one, two = timed("lab", 1, 10.0, 20.0, 30.0), timed("lab", 2, 12.0, 14.0, 18.0)
+    assert tuning.threads_by_rows(one, [one, two, timed("torch", 2, 1.0, 1.0, 1.0)]) == {"1": 1, "2-5": 2, "6-17": 2}
+
+
+def test_a_bucket_within_the_margin_keeps_the_fewer_threads():
+    one, two = timed("lab", 1, 10.0, 20.0, 30.0), timed("lab", 2, 9.8, 14.0, 18.0)
+    assert tuning.threads_by_rows(one, [one, two])["1"] == 1
+
+
+def test_a_loaded_model_runs_each_row_bucket_on_its_measured_count(tiny_folder):
+    loaded = load_model(tiny_folder)
+    assert set(loaded.tuned.threads_by_rows) == {"1", "2-5", "6-17"}
+    assert [threads.model_threads(loaded.model, rows) for rows in (1, 5, 9)] == [
+        loaded.tuned.threads_by_rows[bucket] for bucket in ("1", "2-5", "6-17")]
+
+
+def test_tune_shows_the_thread_count_per_row_bucket():
+    path = replace(record(), threads_by_rows={"1": 1, "2-5": 2, "6-17": 2})
+    assert "threads by rows: 1: 1, 2-5: 2, 6-17: 2" in format_path(path)
+
+
 def test_a_later_candidate_within_the_margin_of_an_earlier_one_leaves_the_earlier_chosen():
     best, why = choose([figures("float32", 1, 20, 25), figures("float32", 2, 19.5, 24.5)])
     assert (best.dtype, best.threads) == ("float32", 1) and "within 5% of the fastest" in why

@@ -1,5 +1,6 @@
 """The workshop tour's callbacks, without a server: each exercise loads its settings, opens its tab and asks
-its question; Reveal answer quotes the learner's own figures before the explanation."""
+its question; Reveal answer quotes the learner's own figures before the explanation; the stepper moves along
+the tour, keeps the learner's predictions beside what they measured, and resets to the page's defaults."""
 from pathlib import Path
 
 from specdec.engine.events import DecodeSettings
@@ -12,7 +13,20 @@ from specdec.ui.callbacks import Lab
 from specdec.ui.session import Session
 from specdec.ui.tabs.exercises import EXERCISES, find_exercise
 from specdec.ui.tabs.lossless import result_json
-from specdec.ui.tabs.tour import SETTINGS, TourState, load_exercise, record_check, reveal_answer
+from specdec.ui.tabs.tour import (
+    SETTINGS,
+    TourState,
+    load_exercise,
+    record_check,
+    record_run,
+    reset,
+    reveal_answer,
+    save_prediction,
+    step,
+    step_buttons,
+)
+from specdec.ui.tabs.tour_state import Prediction, from_store
+from specdec.ui.views.lesson import progress_html
 
 import pytest
 
@@ -79,8 +93,9 @@ def test_loading_an_exercise_makes_it_the_current_one():
     assert tour.current == "code"
 
 
-def test_reveal_before_choosing_an_exercise_asks_to_pick_one():
-    assert "Pick an exercise" in reveal_answer(Session(), TourState())["tour_answer"]
+def test_reveal_before_choosing_an_exercise_asks_to_press_next_or_pick_one():
+    answer = reveal_answer(Session(), TourState())["tour_answer"]
+    assert "Press **Next** to start" in answer and "pick an exercise" in answer
 
 
 def test_reveal_before_any_run_asks_to_run_first_and_still_explains():
@@ -222,3 +237,105 @@ def test_the_teachers_guide_walks_through_every_exercise_in_order():
 def test_each_exercise_names_its_pair_in_the_preset_dropdown(exercise):
     preset = load_exercise(Session(), TourState(), exercise.key)["preset"]
     assert next(p for p in presets.PAIR_PRESETS if p.key == preset).target == exercise.target
+
+
+# --- the tour as a lesson: stepper, goals, predictions, records, reset -------------------------------------
+
+def test_next_before_any_exercise_loads_the_first():
+    assert "Greedy agreement" in step(Session(), TourState(), delta=1)["tour_question"]
+
+
+def test_next_and_previous_move_one_exercise_along_the_tour():
+    tour = TourState(current="hot")
+    assert "Code vs prose" in step(Session(), tour, delta=1)["tour_question"] and tour.current == "code"
+    assert "Sampling at T = 1.2" in step(Session(), tour, delta=-1)["tour_question"] and tour.current == "hot"
+
+
+def test_previous_on_the_first_stays_and_next_on_the_last_says_it_was_the_last():
+    first, last = TourState(current=EXERCISES[0].key), TourState(current=EXERCISES[-1].key)
+    assert step(Session(), first, delta=-1) == {} and first.current == EXERCISES[0].key
+    assert "last exercise" in step(Session(), last, delta=1)["tour_answer"] and last.current == EXERCISES[-1].key
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.key)
+def test_each_question_states_its_learning_goal(exercise):
+    assert f"**Goal:** {exercise.goal}" in load_exercise(Session(), TourState(), exercise.key)["tour_question"]
+
+
+def test_loading_an_exercise_puts_it_in_the_pages_address():
+    assert load_exercise(Session(), TourState(), "code")["share_query"] == "exercise=code"
+
+
+def test_the_progress_marks_the_current_exercise_and_counts_the_answered_ones():
+    tour = TourState(current="code", revealed={"greedy", "hot"})
+    progress = progress_html(tour)
+    assert "Exercise 3 of 8" in progress and "2 of 8 answered" in progress
+    assert progress.count("seg-done") == 2 and progress.count("seg-current") == 1
+
+
+def test_the_current_step_stands_out_and_a_done_one_carries_a_tick():
+    buttons = step_buttons(TourState(current="code", revealed={"greedy"}))
+    assert buttons["tour_code"]["variant"] == "primary" and buttons["tour_hot"]["variant"] == "secondary"
+    assert buttons["tour_greedy"]["value"] == "✓ 1 · Greedy agreement"
+
+
+def test_revealing_an_answer_marks_the_exercise_done():
+    tour = TourState(current="greedy")
+    reveal_answer(Session(), tour)
+    assert tour.done("greedy")
+
+
+def test_a_prediction_written_before_the_run_is_shown_beside_the_measurement(lab):
+    session, tour = Session(), TourState()
+    load_exercise(session, tour, "greedy")
+    save_prediction(session, tour, "about 70%")
+    run_exercise(lab, session, GREEDY)
+    compare = record_run(session, tour)["tour_compare"]
+    rate = session.last_run.result.metrics.acceptance_rate
+    assert tour.predictions["greedy"] == Prediction("about 70%", before_run=True)
+    assert "about 70%" in compare and "written before the run" in compare
+    assert f"acceptance rate <b>{rate:.0%}</b>" in compare
+
+
+def test_a_prediction_written_after_a_recorded_run_says_so(lab):
+    session, tour = Session(), TourState()
+    load_exercise(session, tour, "greedy")
+    run_exercise(lab, session, GREEDY)
+    record_run(session, tour)
+    assert "written after a run" in save_prediction(session, tour, "70%")["tour_compare"]
+
+
+def test_an_empty_prediction_box_keeps_the_saved_prediction():
+    tour = TourState(current="greedy", predictions={"greedy": Prediction("70%", True)})
+    assert save_prediction(Session(), tour, "  ") == {} and tour.predictions["greedy"].text == "70%"
+
+
+def test_a_run_with_other_settings_is_not_recorded_when_it_ends(lab):
+    session, tour = Session(), TourState(current="greedy")
+    run_exercise(lab, session, GREEDY, k=2)
+    assert record_run(session, tour) == {} and tour.observations == {}
+
+
+def test_every_change_to_the_records_goes_to_the_browsers_copy(lab):
+    session, tour = Session(), TourState(current="greedy")
+    run_exercise(lab, session, GREEDY)
+    stored = record_run(session, tour)["tour_store"]
+    assert from_store(stored).observations == tour.observations
+
+
+def test_reset_puts_the_pages_defaults_back_and_clears_the_tour():
+    defaults = {"k": 1, "temperature": 0.0, "prompt": "first example"}
+    tour = TourState(current="hot", predictions={"hot": Prediction("x", True)}, revealed={"greedy"})
+    update = reset(Session(), tour, defaults)
+    assert {name: update[name] for name in defaults} == defaults
+    assert update["tour_state"] == TourState() and from_store(update["tour_store"]) == TourState()
+    assert update["share_query"] == "" and update["tabs"]["selected"] == "generate"
+
+
+def test_saving_the_same_prediction_again_keeps_when_it_was_written(lab):
+    session, tour = Session(), TourState(current="greedy")
+    save_prediction(session, tour, "70%")
+    run_exercise(lab, session, GREEDY)
+    record_run(session, tour)
+    save_prediction(session, tour, "70%")
+    assert tour.predictions["greedy"].before_run

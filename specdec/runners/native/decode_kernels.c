@@ -5,7 +5,10 @@
    Why: on a 2-core CPU a one-token forward of a 135M model is ~200 small products plus ~600 small tensor ops; the
    products are bounded by memory bandwidth, and one thread reads less of it than two (docs/engine.md, "Lab kernels").
    Here each product streams its float16 weights once on both cores, and the small ops around it (RMSNorm, rotary,
-   SiLU-gating, residual adds, writing keys and values into the cache) run inside the same call.
+   SiLU-gating, residual adds, writing keys and values into the cache) run inside the same call. A verification's
+   K + 1 rows share each weight: a tile converts a weight vector from float16 once and multiplies it into up to
+   TILE_ROWS rows' accumulators held in registers, so more rows add arithmetic, not memory traffic; attention's
+   rows and heads are pieces of the same thread pool.
 
    Vocabulary, fixed here:
    - packed weight: a float32 matrix W [N][K] whose values are all float16 values, stored as float16 in groups of
@@ -33,59 +36,91 @@
 
 #if defined(__AVX512F__)
 #define LANES 16
-#define ROW_BLOCK 6 /* rows sharing one weight load: 6 rows x 4 vectors = 24 accumulators */
+#ifndef TILE_ROWS
+#define TILE_ROWS 6 /* a multi-row tile: 6 rows x 4 vectors (a whole group) = 24 accumulators of the 32 registers
+                       (12 rows x 2 vectors, -DTILE_ROWS=12 -DTILE_VECS=2, measured no faster in a whole forward) */
+#endif
+#ifndef TILE_VECS
+#define TILE_VECS 4
+#endif
 typedef __m512 vec;
 #define VZERO() _mm512_setzero_ps()
 #define VSET1(v) _mm512_set1_ps(v)
 #define VHALF(p) _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(p)))
 #define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define VMUL(a, b) _mm512_mul_ps(a, b)
+#define VADD(a, b) _mm512_add_ps(a, b)
 #define VSTORE(p, v) _mm512_storeu_ps(p, v)
 #define VLOAD(p) _mm512_loadu_ps(p)
 #else
 #define LANES 8
-#define ROW_BLOCK 1 /* AVX2: 8 vectors a row fill half the 16 registers */
+#define TILE_ROWS 6 /* AVX2: 6 rows x 2 vectors (a quarter group) = 12 accumulators of the 16 registers */
+#define TILE_VECS 2
 typedef __m256 vec;
 #define VZERO() _mm256_setzero_ps()
 #define VSET1(v) _mm256_set1_ps(v)
 #define VHALF(p) _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(p)))
 #define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define VMUL(a, b) _mm256_mul_ps(a, b)
+#define VADD(a, b) _mm256_add_ps(a, b)
 #define VSTORE(p, v) _mm256_storeu_ps(p, v)
 #define VLOAD(p) _mm256_loadu_ps(p)
 #endif
 #define VECS (GROUP / LANES)
+#ifndef PREFETCH_K
+#define PREFETCH_K 16 /* software prefetch of the weights this many rows of k ahead (2 KiB): one core alone
+                         keeps too few reads in flight to stream at the memory's rate (0: none) */
+#endif
+#define TILE_COLS (TILE_VECS * LANES) /* output columns of a multi-row tile: 64 on AVX-512, 16 on AVX2 */
 
-/* sums[r][GROUP] = x[r] . W[group] for rows r < rows (<= ROW_BLOCK) of x [rows][K]; group: [K][GROUP] halves */
-static inline __attribute__((always_inline)) void group_rows(const float *x, int rows, int K, const uint16_t *group,
-                                                               float *sums) {
-    vec acc[ROW_BLOCK][VECS];
-    for (int r = 0; r < ROW_BLOCK; r++)
-        for (int v = 0; v < VECS; v++) acc[r][v] = VZERO();
-    const uint16_t *w = group;
+/* The micro-kernel: sums[r][0 .. NV * LANES) = x[r] . W[:, columns] for rows r < R of x [R][K], where w points at
+   the group's first column wanted ([K][GROUP] halves). Each weight vector is converted from float16 once per k and
+   used by all R rows from registers; every output is one FMA chain over k = 0 .. K-1 whatever R and NV are. */
+static inline __attribute__((always_inline)) void tile(const float *x, const int R, const int NV, int K,
+                                                         const uint16_t *w, float *sums) {
+    vec acc[TILE_ROWS > VECS ? TILE_ROWS : VECS][VECS];
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < NV; v++) acc[r][v] = VZERO();
     for (int k = 0; k < K; k++, w += GROUP) {
+#if PREFETCH_K
+        _mm_prefetch((const char *)(w + PREFETCH_K * GROUP), _MM_HINT_T0); /* the weights PREFETCH_K rows of k on */
+        if (NV * LANES > 32) _mm_prefetch((const char *)(w + PREFETCH_K * GROUP + 32), _MM_HINT_T0);
+#endif
         vec weights[VECS];
-        for (int v = 0; v < VECS; v++) weights[v] = VHALF(w + v * LANES);
-        for (int r = 0; r < ROW_BLOCK; r++) {
-            if (r >= rows) break;
+        for (int v = 0; v < NV; v++) weights[v] = VHALF(w + v * LANES);
+        for (int r = 0; r < R; r++) {
             vec xb = VSET1(x[(size_t)r * K + k]);
-            for (int v = 0; v < VECS; v++) acc[r][v] = VFMA(xb, weights[v], acc[r][v]);
+            for (int v = 0; v < NV; v++) acc[r][v] = VFMA(xb, weights[v], acc[r][v]);
         }
     }
-    for (int r = 0; r < rows; r++)
-        for (int v = 0; v < VECS; v++) VSTORE(sums + r * GROUP + v * LANES, acc[r][v]);
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < NV; v++) VSTORE(sums + r * GROUP + v * LANES, acc[r][v]);
 }
 
-/* group_rows with the row count a constant in each branch, so the compiler keeps only the accumulators it uses */
-static void group_rows_of(const float *x, int rows, int K, const uint16_t *group, float *sums) {
+/* one group (GROUP columns) of one row: a one-token forward's, reading each weight once as one stream */
+static void one_row_group(const float *x, int K, const uint16_t *group, float *sums) { tile(x, 1, VECS, K, group, sums); }
+
+#define TILE_CASE(n) case n: tile(x, n, TILE_VECS, K, w, sums); break;
+/* TILE_COLS columns of rows (<= TILE_ROWS) rows, the row count a constant in each branch so that the compiler keeps
+   only the accumulators it uses */
+static void rows_tile(const float *x, int rows, int K, const uint16_t *w, float *sums) {
     switch (rows) {
-    case 1: group_rows(x, 1, K, group, sums); break;
-#if ROW_BLOCK == 6
-    case 2: group_rows(x, 2, K, group, sums); break;
-    case 3: group_rows(x, 3, K, group, sums); break;
-    case 4: group_rows(x, 4, K, group, sums); break;
-    case 5: group_rows(x, 5, K, group, sums); break;
-    default: group_rows(x, ROW_BLOCK, K, group, sums); break;
+    TILE_CASE(1) TILE_CASE(2) TILE_CASE(3) TILE_CASE(4) TILE_CASE(5) TILE_CASE(6)
+#if TILE_ROWS == 12
+    TILE_CASE(7) TILE_CASE(8) TILE_CASE(9) TILE_CASE(10) TILE_CASE(11) TILE_CASE(12)
 #endif
     }
+}
+
+/* sums[r][GROUP] = x[r] . W[group] for rows r < rows (<= TILE_ROWS) of x [rows][K]: one row as one stream, more rows
+   column tile by column tile (a whole group at once on AVX-512, a quarter on AVX2: the group's weights then come
+   from L1/L2 after the first) */
+static void group_rows(const float *x, int rows, int K, const uint16_t *group, float *sums) {
+    if (rows == 1) {
+        one_row_group(x, K, group, sums);
+        return;
+    }
+    for (int c = 0; c < GROUP; c += TILE_COLS) rows_tile(x, rows, K, group + c, sums + c);
 }
 
 enum { PLAIN = 0, RESIDUAL = 1, GATED = 2 };
@@ -100,17 +135,20 @@ typedef struct {
 
 static float silu(float g) { return g / (1.0f + expf(-g)); } /* torch's CPU silu: x / (1 + exp(-x)) */
 
-/* output group j (GROUP outputs) of every row */
-static void run_group(const job_t *job, int j) {
-    float sums[ROW_BLOCK * GROUP], up[ROW_BLOCK * GROUP];
+/* output group j (GROUP outputs) of every row; the rows in blocks of at most TILE_ROWS, as even as they divide */
+static void run_group(const void *context, int j, int thread) {
+    (void)thread;
+    const job_t *job = context;
+    float sums[TILE_ROWS * GROUP], up[TILE_ROWS * GROUP];
     int n0 = j * GROUP;
     int stride = job->mode == GATED ? 2 : 1;
     const uint16_t *group = job->W + (size_t)j * stride * GROUP * job->K;
-    for (int m = 0; m < job->M; m += ROW_BLOCK) {
-        int rows = job->M - m < ROW_BLOCK ? job->M - m : ROW_BLOCK;
+    int blocks = (job->M + TILE_ROWS - 1) / TILE_ROWS;
+    for (int m = 0, b = 0; m < job->M; b++) {
+        int rows = (job->M - m + (blocks - b) - 1) / (blocks - b);
         const float *x = job->x + (size_t)m * job->K;
-        group_rows_of(x, rows, job->K, group, sums);
-        if (job->mode == GATED) group_rows_of(x, rows, job->K, group + (size_t)GROUP * job->K, up);
+        group_rows(x, rows, job->K, group, sums);
+        if (job->mode == GATED) group_rows(x, rows, job->K, group + (size_t)GROUP * job->K, up);
         for (int r = 0; r < rows; r++) {
             float *y = job->y + (size_t)(m + r) * job->N + n0;
             const float *s = sums + r * GROUP;
@@ -125,19 +163,24 @@ static void run_group(const job_t *job, int j) {
                 }
             }
         }
+        m += rows;
     }
 }
 
-/* --- two threads: the caller and one worker claim groups of a job ---------------------------------------------
-   The ticket holds generation (24 bits) | group count (20) | next group (20): a claim is one compare-and-swap, so a
-   worker late from an earlier job never claims a group of a newer one, and a job cannot finish (and its fields be
-   overwritten) while a claimed group is uncounted. The worker spins for SPIN_S after its last group, then sleeps. Jobs from several
-   calling threads take turns (one_job_at_a_time); a process forked after the worker started has no worker, and its
-   caller then claims every group itself. */
+/* --- two threads: the caller and one worker claim the pieces of a task ------------------------------------------
+   A task is pieces 0 .. count-1 of one function (a product's groups, attention's rows and heads). The ticket holds
+   generation (24 bits) | piece count (20) | next piece (20): a claim is one compare-and-swap, so a worker late from
+   an earlier task never claims a piece of a newer one, and a task cannot finish (and its fields be overwritten)
+   while a claimed piece is uncounted. The worker spins for SPIN_S after its last piece (a forward's tasks follow
+   each other closely, so within a forward it never sleeps and no task pays a wake-up), then sleeps. Tasks from
+   several calling threads take turns (one_task_at_a_time); a process forked after the worker started has no
+   worker, and its caller then claims every piece itself. */
 #define SPIN_S 0.002
-static job_t current;
+typedef void (*piece_fn)(const void *context, int index, int thread); /* thread: 0 the caller, 1 the worker */
+static piece_fn current_fn;
+static const void *current_context;
 static _Atomic uint64_t ticket;
-static atomic_int groups_done, worker_sleeping;
+static atomic_int pieces_done, worker_sleeping;
 static _Atomic uint32_t wake_word;
 static atomic_int worker_started;
 static uint64_t generation;
@@ -145,13 +188,13 @@ static uint64_t generation;
 #define COUNT(t) (((t) >> 20) & 0xFFFFF)
 #define INDEX(t) ((t) & 0xFFFFF)
 
-static void claim_groups(uint64_t gen) {
+static void claim_pieces(uint64_t gen, int thread) {
     for (;;) {
         uint64_t t = atomic_load_explicit(&ticket, memory_order_acquire);
         if (GEN(t) != gen || INDEX(t) >= COUNT(t)) return;
         if (!atomic_compare_exchange_weak(&ticket, &t, t + 1)) continue;
-        run_group(&current, (int)INDEX(t));
-        atomic_fetch_add_explicit(&groups_done, 1, memory_order_release);
+        current_fn(current_context, (int)INDEX(t), thread);
+        atomic_fetch_add_explicit(&pieces_done, 1, memory_order_release);
     }
 }
 
@@ -175,37 +218,40 @@ static void *worker_main(void *unused) {
             }
         }
         seen = GEN(t);
-        claim_groups(seen);
+        claim_pieces(seen, 1);
     }
     return NULL;
 }
 
-static pthread_mutex_t one_job_at_a_time = PTHREAD_MUTEX_INITIALIZER; /* ctypes calls release the GIL */
+static pthread_mutex_t one_task_at_a_time = PTHREAD_MUTEX_INITIALIZER; /* ctypes calls release the GIL */
 
-static void run_job(const job_t *job, int threads) {
-    int groups = job->N / GROUP;
-    if (threads < 2 || groups < 2) {
-        for (int j = 0; j < groups; j++) run_group(job, j);
+/* fn(context, i, thread) for i < count, on `threads` threads (1 or 2); returns when every piece is done */
+static void run_pieces(piece_fn fn, const void *context, int count, int threads) {
+    if (threads < 2 || count < 2) {
+        for (int i = 0; i < count; i++) fn(context, i, 0);
         return;
     }
-    pthread_mutex_lock(&one_job_at_a_time);
+    pthread_mutex_lock(&one_task_at_a_time);
     if (!atomic_exchange(&worker_started, 1)) {
         pthread_t worker;
         pthread_create(&worker, NULL, worker_main, NULL);
         pthread_detach(worker);
     }
-    current = *job;
-    atomic_store(&groups_done, 0);
+    current_fn = fn;
+    current_context = context;
+    atomic_store(&pieces_done, 0);
     generation = generation % 0xFFFFFF + 1;
-    atomic_store_explicit(&ticket, (generation << 40) | ((uint64_t)groups << 20), memory_order_release);
+    atomic_store_explicit(&ticket, (generation << 40) | ((uint64_t)count << 20), memory_order_release);
     if (atomic_load(&worker_sleeping)) {
         atomic_fetch_add(&wake_word, 1);
         syscall(SYS_futex, &wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     }
-    claim_groups(generation);
-    while (atomic_load_explicit(&groups_done, memory_order_acquire) < groups) _mm_pause();
-    pthread_mutex_unlock(&one_job_at_a_time);
+    claim_pieces(generation, 0);
+    while (atomic_load_explicit(&pieces_done, memory_order_acquire) < count) _mm_pause();
+    pthread_mutex_unlock(&one_task_at_a_time);
 }
+
+static void run_job(const job_t *job, int threads) { run_pieces(run_group, job, job->N / GROUP, threads); }
 
 /* --- the calls -------------------------------------------------------------------------------------------------- */
 
@@ -282,43 +328,76 @@ static float dot(const float *a, const float *b, int n) {
     return total;
 }
 
-/* Attention of M new rows over the cache, each row alone (so a row's result does not depend on the rows beside it):
-   q [M][heads * head_dim]; keys, values [kv_heads][cache_len][head_dim] holding positions 0 .. start + M - 1;
-   row m sees positions 0 .. start + m (visible == NULL) or those where visible[m][j] != 0 ([M][start + M], a tree);
-   softmax(q . k * scale) . v -> out [M][heads * head_dim]; scores: scratch of start + M floats. */
+typedef struct {
+    const float *q; int M, heads, kv_heads, head_dim;
+    const float *keys, *values; int cache_len, start;
+    const unsigned char *visible; float scale;
+    float *scores;                     /* [threads][start + M]: one scratch row per thread */
+    float *out;
+} attention_t;
+
+/* out[j's weighted sum] for one chunk of NV vectors of the head: o = ((0 + w0 v0) + w1 v1) + ..., each term a
+   product then a sum (no FMA), in position order, the accumulators held in registers */
+static inline __attribute__((always_inline)) void weighted_sum(const int NV, const float *scores, float total,
+                                                                 const float *v, int head_dim, int seen,
+                                                                 const unsigned char *row, float *o) {
+    vec acc[4];
+    for (int i = 0; i < NV; i++) acc[i] = VZERO();
+    for (int j = 0; j < seen; j++) {
+        if (row && !row[j]) continue;
+        vec weight = VSET1(scores[j] / total);
+        const float *vj = v + (size_t)j * head_dim;
+        for (int i = 0; i < NV; i++) acc[i] = VADD(acc[i], VMUL(weight, VLOAD(vj + i * LANES)));
+    }
+    for (int i = 0; i < NV; i++) VSTORE(o + i * LANES, acc[i]);
+}
+
+/* piece index = row m * heads + head h: softmax(q . k * scale) . v for that row and head alone */
+static void attend_piece(const void *context, int index, int thread) {
+    const attention_t *a = context;
+    int m = index / a->heads, h = index % a->heads, head_dim = a->head_dim;
+    int length = a->start + a->M, kv = h / (a->heads / a->kv_heads);
+    float *scores = a->scores + (size_t)thread * length;
+    const float *query = a->q + ((size_t)m * a->heads + h) * head_dim;
+    const float *k = a->keys + (size_t)kv * a->cache_len * head_dim;
+    const float *v = a->values + (size_t)kv * a->cache_len * head_dim;
+    int seen = a->visible ? length : a->start + m + 1;
+    const unsigned char *row = a->visible ? a->visible + (size_t)m * length : NULL;
+    float top = -INFINITY;
+    for (int j = 0; j < seen; j++) {
+        if (row && !row[j]) continue;
+        scores[j] = dot(query, k + (size_t)j * head_dim, head_dim) * a->scale;
+        if (scores[j] > top) top = scores[j];
+    }
+    float total = 0.0f;
+    for (int j = 0; j < seen; j++) {
+        if (row && !row[j]) continue;
+        scores[j] = expf(scores[j] - top);
+        total += scores[j];
+    }
+    float *o = a->out + ((size_t)m * a->heads + h) * head_dim;
+    int d = 0;
+    for (; d + 4 * LANES <= head_dim; d += 4 * LANES) weighted_sum(4, scores, total, v + d, head_dim, seen, row, o + d);
+    for (; d < head_dim; d += LANES) weighted_sum(1, scores, total, v + d, head_dim, seen, row, o + d);
+}
+
+/* Attention of M new rows over the cache, each row and head alone (so a row's result does not depend on the rows
+   beside it, nor on the thread that computes it): q [M][heads * head_dim]; keys, values [kv_heads][cache_len]
+   [head_dim] holding positions 0 .. start + M - 1; row m sees positions 0 .. start + m (visible == NULL) or those
+   where visible[m][j] != 0 ([M][start + M], a tree); softmax(q . k * scale) . v -> out [M][heads * head_dim];
+   scores: scratch of threads * (start + M) floats. */
+static void attention(const float *q, int M, int heads, int kv_heads, int head_dim, const float *keys,
+                      const float *values, int cache_len, int start, const unsigned char *visible, float scale,
+                      float *scores, float *out, int threads) {
+    attention_t task = {q, M, heads, kv_heads, head_dim, keys, values, cache_len, start, visible, scale, scores, out};
+    run_pieces(attend_piece, &task, M * heads, threads);
+}
+
+/* attention on the calling thread; scores: scratch of start + M floats */
 void sd_attention(const float *q, int M, int heads, int kv_heads, int head_dim, const float *keys,
                   const float *values, int cache_len, int start, const unsigned char *visible, float scale,
                   float *scores, float *out) {
-    int groups = heads / kv_heads, length = start + M;
-    for (int m = 0; m < M; m++) {
-        for (int h = 0; h < heads; h++) {
-            const float *query = q + ((size_t)m * heads + h) * head_dim;
-            const float *k = keys + (size_t)(h / groups) * cache_len * head_dim;
-            const float *v = values + (size_t)(h / groups) * cache_len * head_dim;
-            int seen = visible ? length : start + m + 1;
-            const unsigned char *row = visible ? visible + (size_t)m * length : NULL;
-            float top = -INFINITY;
-            for (int j = 0; j < seen; j++) {
-                if (row && !row[j]) continue;
-                scores[j] = dot(query, k + (size_t)j * head_dim, head_dim) * scale;
-                if (scores[j] > top) top = scores[j];
-            }
-            float total = 0.0f;
-            for (int j = 0; j < seen; j++) {
-                if (row && !row[j]) continue;
-                scores[j] = expf(scores[j] - top);
-                total += scores[j];
-            }
-            float *o = out + ((size_t)m * heads + h) * head_dim;
-            for (int d = 0; d < head_dim; d++) o[d] = 0.0f;
-            for (int j = 0; j < seen; j++) {
-                if (row && !row[j]) continue;
-                float weight = scores[j] / total;
-                const float *vj = v + (size_t)j * head_dim;
-                for (int d = 0; d < head_dim; d++) o[d] += weight * vj[d];
-            }
-        }
-    }
+    attention(q, M, heads, kv_heads, head_dim, keys, values, cache_len, start, visible, scale, scores, out, 1);
 }
 
 /* --- a whole forward's decoder layers in one call ----------------------------------------------------------------- */
@@ -345,14 +424,14 @@ int sd_layers(const layer_t *layers, int n_layers, const shape_t *shape, float *
     float *normed = malloc(rows * d * sizeof(float)), *qkv = malloc(rows * (nq + 2 * nkv) * sizeof(float));
     float *q = malloc(rows * nq * sizeof(float)), *attended = malloc(rows * nq * sizeof(float));
     float *after = malloc(rows * d * sizeof(float)), *gated = malloc(rows * shape->inner * sizeof(float));
-    float *scores = malloc((size_t)(start + M) * sizeof(float));
+    float *scores = malloc((size_t)2 * (start + M) * sizeof(float)); /* a row per thread */
     int status = normed && qkv && q && attended && after && gated && scores ? 0 : -1;
     for (int i = 0; status == 0 && i < n_layers; i++) {
         const layer_t *w = layers + i;
         sd_norm_qkv_rotary(hidden, M, d, w->input_norm, w->input_eps, w->qkv, w->qkv_bias, nq, nkv, shape->head_dim,
                            cos, sin, normed, qkv, q, w->keys, w->values, shape->cache_len, start, threads);
-        sd_attention(q, M, shape->heads, shape->kv_heads, shape->head_dim, w->keys, w->values, shape->cache_len,
-                     start, visible, shape->scale, scores, attended);
+        attention(q, M, shape->heads, shape->kv_heads, shape->head_dim, w->keys, w->values, shape->cache_len, start,
+                  visible, shape->scale, scores, attended, threads);
         sd_linear(attended, M, nq, w->o, w->o_bias, d, hidden, after, threads);
         sd_norm_gated(after, M, d, w->post_norm, w->post_eps, w->gated, w->gated_bias, shape->inner, normed, gated,
                       threads);

@@ -1,4 +1,5 @@
-"""The workshop tour's exercises, as plain data: the settings each loads, its question and its answer.
+"""The workshop tour's exercises, as plain data: the settings each loads, its learning goal, what to predict,
+its question and its answer.
 
 An exercise names app components by their keys in layout.py's component dict (prompt, k, temperature, …,
 and the tab to open); tour.py turns one into a {component name: value} update and composes the answer
@@ -39,6 +40,8 @@ class Exercise:
     question: str  # Markdown: what to do, then what to find out
     explanation: str  # Markdown: the general answer, shown after the learner's own figures
     prompt: str
+    goal: str  # plain words: what the learner should come away knowing (the stepper and the handout show it)
+    predict: str  # what to guess before pressing Run (the prediction box's hint and the handout's blank)
     target: str = DEFAULT_TARGET
     draft: str = MODEL_DRAFT
     k: int = 4
@@ -62,6 +65,8 @@ LAB = dict(target=LAB_TARGET, draft=LAB_DRAFT, chat=False)  # the bundled pair: 
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         key="greedy", title="Greedy agreement", prompt=LAB_CODE, **LAB,
+        goal="At temperature 0 a drafted token is kept exactly when it is the target's own first choice.",
+        predict="What share of the drafted tokens will the target accept?",
         question="The bundled lab pair on Python code. Press **Run** in the Generate tab. Before it ends, guess: "
                  "what share of the drafted tokens will the target accept at temperature 0? Then read the "
                  "acceptance-rate card and look at where the struck-through (rejected) tokens sit.",
@@ -75,6 +80,9 @@ EXERCISES: tuple[Exercise, ...] = (
                     "token the target's own."),
     Exercise(
         key="hot", title="Sampling at T = 1.2", prompt=LAB_CODE, temperature=1.2, compare=("greedy",), **LAB,
+        goal="Sampling keeps a drafted token with probability min(1, p/q): whole distributions must overlap, not "
+             "just top choices.",
+        predict="Acceptance at T = 1.2: higher or lower than in exercise 1?",
         question="Same prompt, draft and seed, now sampling at temperature 1.2. Press **Run**. Does the acceptance "
                  "rate go up or down compared with exercise 1? Is the (odd) text still what the target alone "
                  "would produce?",
@@ -90,6 +98,8 @@ EXERCISES: tuple[Exercise, ...] = (
                     "odd text on its own too (exercise 7 tests that claim)."),
     Exercise(
         key="code", title="Code vs prose", prompt=LAB_PROSE, compare=("greedy",), **LAB,
+        goal="Text the context decides (code) is easier to guess ahead than free prose.",
+        predict="Prose: accepted more or less often than code?",
         question="The same pair, greedy, on a sentence of documentation prose instead of code. Press **Run**. Is "
                  "prose easier or harder for the draft to guess than the code of exercise 1? Look at the "
                  "acceptance-by-position plot as well as the card.",
@@ -100,6 +110,8 @@ EXERCISES: tuple[Exercise, ...] = (
                     "position falls along the draft: a token is only evaluated when all before it were accepted."),
     Exercise(
         key="rewrite", title="Copying with prompt lookup", prompt=REWRITE, draft="prompt-lookup", k=6,
+        goal="A drafter with no model at all wins when the answer copies the prompt.",
+        predict="Tokens per target forward, and is the speedup above 1?",
         max_new_tokens=96,
         question="SmolLM2-135M-Instruct now, the real model. Prompt lookup has no model: it finds the last two tokens (failing that, the last one) earlier in "
                  "the prompt or the output and proposes what followed them. On this rewriting task press **Run**: "
@@ -112,6 +124,8 @@ EXERCISES: tuple[Exercise, ...] = (
                     "CPU in float32) the gain shrinks — the Sweep measures v(K) on this machine."),
     Exercise(
         key="open", title="Prompt lookup on an open question", prompt=OPEN, draft="prompt-lookup", k=6,
+        goal="The same drafter gains nothing when there is nothing to copy.",
+        predict="Tokens per target forward, compared with exercise 4?",
         max_new_tokens=96, compare=("rewrite",),
         question="Same drafter, an open question: nothing in the prompt to copy. Press **Run**. What happens to "
                  "tokens per target forward and to the speedup compared with exercise 4? Look at the K line in "
@@ -124,6 +138,9 @@ EXERCISES: tuple[Exercise, ...] = (
                     "Prompt lookup pays on input-grounded tasks: rewriting, editing, answering about a given text."),
     Exercise(
         key="best_k", title="Find the best K (Sweep)", prompt=LAB_CODE, tab="sweep", evidence="sweep", minutes=10,
+        goal="A longer draft pays only while its tokens are accepted; the textbook formula overshoots on this "
+             "machine.",
+        predict="Which K will be fastest here?",
         sweep=SweepSetup(drafts=(LAB_DRAFT,), ks="1-8", temperatures="0", tokens=64), **LAB,
         question="In the Sweep tab, press **Run sweep** (it measures a speedup at each K). Which K is fastest on "
                  "this machine, and which K does the textbook formula E / (K·c + 1) pick with your measured α and "
@@ -136,6 +153,8 @@ EXERCISES: tuple[Exercise, ...] = (
                     "textbook's, and the How it works tab shows each form's error against your points."),
     Exercise(
         key="break", title="Break the verifier", prompt=CHAT_PROSE, draft=MODEL_DRAFT, temperature=1.0,
+        goal='"Exact" is a claim you can test, and the test fails when the verifier is broken.',
+        predict="Which figure will show that the broken verifier is not exact?",
         tab="lossless", evidence="lossless", minutes=8,
         extra=(("lossless_verifier", REAL), ("lossless_tokens", 1), ("lossless_draws", 20_000)),
         question="In the **Is it exact?** tab, press **Check** with the real verifier, then choose a broken one "
@@ -152,6 +171,8 @@ EXERCISES: tuple[Exercise, ...] = (
                     "can flip, which is numerics, not the algorithm."),
     Exercise(
         key="weak", title="A draft that slows you down", prompt=CHAT_PROSE, draft=LAB_DRAFT, k=8,
+        goal="A draft that rarely agrees with the target makes decoding slower than the target alone.",
+        predict="Faster or slower than the target alone?",
         compare=("rewrite",),
         question=f"Back to SmolLM2, with {LAB_DRAFT} as its draft: trained on Python's standard library, not on "
                  "chat, and with another tokenizer (its text is re-tokenised for the target). At K = 8 press "

@@ -10,7 +10,7 @@ from specdec.ui.style import TOKEN_CLICK_JS
 from specdec.ui.tabs import report
 from specdec.ui.views.render import render_legend, render_tokens
 from specdec.ui.views.tables import STEP_COLUMNS, empty_table
-from specdec.ui.wiring import DEVICE, on, on_stop, pick
+from specdec.ui.wiring import CLASS_LANES, on, on_stop, pick
 
 import gradio as gr
 
@@ -93,7 +93,8 @@ def wire(lab: Lab, c: dict, session) -> list:
     run = on(c["run"].click, lab.generate, [session, *settings],
              pick(c, "status", "error", "cleanup", "tokens", "cards", "plot_acceptance", "plot_lengths",
                   "plot_throughput", "plot_memory", "steps_table", "exports"),
-             api_name="generate", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120, run_id=c["run_id"],
+             api_name="generate", concurrency_id="generate", concurrency_limit=CLASS_LANES, gpu_s=120,
+             run_id=c["run_id"],
              show_progress_on=[c["tokens"]])
     on(run.then, lab.first_interesting_step, [session], {**inspect_out, **pick(c, "inspector_box")},
        api_visibility="private")

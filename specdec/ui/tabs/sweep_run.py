@@ -287,6 +287,7 @@ def sweep(lab: Lab, session: Session, prompt, clean_whitespace, target, target_c
             points = plan_sweep(drafts, k_values, temps, names)
             rows = yield from measure_points(runner, points, session, progress)
             session.sweep_rows = add_theory(rows)
+            lab.classroom.record_sweep(prep.text, rows)  # pooled on the class board
             status = render_status(sweep_status(rows, points, session))
             yield {**(sweep_update(rows) if rows else {}), "error": "", "status": status}
         except Exception as exc:  # noqa: BLE001

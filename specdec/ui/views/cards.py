@@ -84,6 +84,9 @@ def _engine_card(path) -> str:
     others = [f"{c.label} {c.cost_ms:.1f} ms" + (f" (excluded: {c.excluded})" if c.excluded else "")
               for c in path.candidates if c is not chosen and c.cost_ms is not None]
     sub = figures + (f" · step + verify of the others: {'; '.join(others)}" if others else "")
+    if getattr(path, "threads_by_rows", None):  # new tokens per forward: the thread count measured fastest for them
+        sub += " · " + ", ".join(f"{rows} new token{'s' if rows != '1' else ''}: {count} "
+                                 f"thread{'s' if count != 1 else ''}" for rows, count in path.threads_by_rows.items())
     return _card("Engine path (auto, measured)", value, sub, "engine")
 
 

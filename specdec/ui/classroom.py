@@ -1,0 +1,114 @@
+"""What one app process shares between its users, for a class on one Space: the measurements (measured once per
+configuration), the streamed runs (one run for identical deterministic requests) and the class results board.
+
+The engine-free parts live in specdec/serving (shared_measurements, shared_runs, class_board); this module
+decides, for one request, what it may share: a configuration whose prompt is one of the app's own (an example or
+a tour exercise) is shared; a user's own prompt is private (measured for that session only, never on the board
+by its text, never sharing its run). It also words what the view says about sharing.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Iterator, Optional
+
+from specdec.engine.events import DecodeSettings
+from specdec.measure.speedup import Policy, config_key, engine_contestants, measure
+from specdec.measure.sweep import remember
+from specdec.serving.class_board import PRIVATE_LABEL, ClassBoard, RunRecord, SweepRecord, board_path
+from specdec.serving.shared_measurements import Progress, SharedMeasurements, normal_text
+from specdec.serving.shared_runs import SharedRuns, Viewer
+
+
+def session_scope(session) -> str:
+    """The session's private scope (made at its first request: gr.State copies one Session per browser)."""
+    if not session.scope:
+        session.scope = uuid.uuid4().hex
+    return session.scope
+
+
+def config_label(draft_name: str, settings: DecodeSettings) -> str:
+    """A configuration in a few words, never its prompt: 'smollm2-135m-eagle3 · K=4 · T=0'."""
+    schedule = "" if settings.k_schedule == "constant" else f" ({settings.k_schedule})"
+    return f"{draft_name} · K={settings.k}{schedule} · T={settings.temperature:g}"
+
+
+class Classroom:
+    def __init__(self, board: Optional[ClassBoard] = None):
+        self.measurements = SharedMeasurements()
+        self.runs = SharedRuns()
+        self.board = board if board is not None else ClassBoard(board_path())
+        self.labels: dict[str, str] = {}  # the app's own prompts (normalised) -> their example or exercise name
+
+    def publish(self, prompts: dict[str, str]) -> None:
+        """The app's own prompts, {text: label}: configurations with these prompts are shared."""
+        for text, label in prompts.items():
+            self.labels.setdefault(normal_text(text), label)
+        self.measurements.public |= {normal_text(t) for t in prompts}
+
+    def label(self, text: str) -> Optional[str]:
+        """The example or exercise a prompt is, or None for a user's own (private) prompt."""
+        return self.labels.get(normal_text(text))
+
+    # --- runs and measurements ------------------------------------------------------------------------
+    def run_key(self, prep, settings: DecodeSettings) -> Optional[tuple]:
+        """The key identical requests share a streamed run under; None (a run of its own) for a private prompt
+        or a sampled run without a seed (its trace differs every time)."""
+        if self.label(prep.text) is None or (settings.mode == "sampling" and settings.seed is None):
+            return None
+        return config_key(prep.target, prep.draft, prep.ids, settings)
+
+    def watch(self, prep, settings: DecodeSettings, start) -> Viewer:
+        return self.runs.join(self.run_key(prep, settings), start)
+
+    def measure(self, engine, session, prep, settings: DecodeSettings, policy: Policy, should_stop
+                ) -> Iterator[Progress]:
+        """Progress of this configuration's shared (or, for a private prompt, the session's) measurement."""
+        ck = config_key(prep.target, prep.draft, prep.ids, settings)
+        scope = None if self.label(prep.text) is not None else session_scope(session)
+        key = self.measurements.key(ck, scope)
+        entry = self.measurements.entry(key)
+        remember(session.measurements, ck, entry.measurement)  # the session's report lists it
+        lead, follow = engine_contestants(engine, prep.target, prep.draft, prep.ids, settings)
+        yield from self.measurements.follow(
+            key, lambda m: measure(lead, follow, policy, measurement=m, should_stop=should_stop),
+            policy.needs_more, should_stop)
+
+    # --- the board -------------------------------------------------------------------------------------
+    def record_run(self, prompt_text: str, result, estimate) -> None:
+        """A finished run on the board: its label (or the private row), configuration and numbers."""
+        measured = estimate is not None and estimate.repeats and estimate.state in ("done", "budget")
+        metrics = result.metrics
+        self.board.record_run(RunRecord(
+            self.label(prompt_text) or PRIVATE_LABEL, config_label(result.draft_name or "none", result.settings),
+            metrics.acceptance_rate, metrics.tokens_per_forward, estimate.ratio if measured else None, time.time()))
+
+    def record_sweep(self, prompt_text: str, rows) -> None:
+        """A sweep's measured speedups by K, per drafter and temperature, pooled on the board."""
+        groups: dict[tuple, dict] = {}
+        for row in rows:
+            if row.speedup is not None:
+                groups.setdefault((row.draft, row.temperature), {})[int(row.k)] = row.speedup
+        label = self.label(prompt_text) or PRIVATE_LABEL
+        for (draft, temperature), speedups in groups.items():
+            self.board.record_sweep(SweepRecord(label, f"{draft} · sweep of K · T={temperature:g}", speedups,
+                                                time.time()))
+
+
+def shared_run_note(viewer: Viewer) -> str:
+    """What the view says of a run made for several students, and when it was made."""
+    served = viewer.shared.served
+    if served <= 1:
+        return ""
+    when = time.strftime("%H:%M:%S UTC", time.gmtime(viewer.shared.started_at))
+    return (f"This run was made once, at {when}, for {served} identical requests (the same deterministic "
+            f"settings give the same tokens).")
+
+
+def queue_note(progress: Progress) -> str:
+    """Where a request waiting for the device stands."""
+    ahead = progress.position
+    measurements = "measurement" if ahead == 1 else "measurements"
+    return (f"Waiting for the device: {ahead} {measurements} of other configurations ahead of yours "
+            f"(about {max(1, round(progress.wait_s))} s). Timed pairs run one at a time so that no timing "
+            f"overlaps other work.")

@@ -1,0 +1,89 @@
+"""The workshop's printable handout: one page (A4 or Letter) with every exercise of the tour, its learning goal,
+its question and room to write a prediction, the measured figures and an answer, generated from the exercise
+data (tabs/exercises.py), so it never disagrees with the app. A self-contained HTML page with print CSS: open it,
+print it (or save it as PDF)."""
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Sequence
+
+from specdec.ui.tabs.exercises import Exercise
+
+FILE_NAME = "specdec-workshop-handout.html"
+INLINE = ((re.compile(r"\*\*(.+?)\*\*"), r"<b>\1</b>"), (re.compile(r"\*(.+?)\*"), r"<i>\1</i>"),
+          (re.compile(r"`(.+?)`"), r"<code>\1</code>"))
+WORDS = [("acceptance rate", "accepted / drafted tokens"), ("α", "accepted / evaluated drafted tokens"),
+         ("tokens per target forward", "how many tokens one check of the target yields (plain decoding: 1)"),
+         ("speedup", "target-only time / speculative time, measured in timed pairs (1 = no gain)")]
+
+CSS = """
+@page { size: auto; margin: 8mm; }
+* { box-sizing: border-box; }
+body { font: 9pt/1.25 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #111; margin: 0 auto;
+  max-width: 190mm; padding: 8px; }
+h1 { font-size: 13pt; margin: 0 0 2px; }
+.meta { display: flex; gap: 24px; margin: 4px 0 6px; }
+.meta span { flex: 1; border-bottom: 1px solid #777; padding-bottom: 2px; }
+.words { font-size: 8.5pt; color: #333; margin: 0 0 6px; }
+ol { list-style: none; padding: 0; margin: 0; display: grid; grid-template-columns: 1fr 1fr; gap: 4px 8px; }
+li { border: 1px solid #999; border-radius: 4px; padding: 3px 6px; break-inside: avoid; }
+.title { font-weight: 700; }
+.title small { font-weight: 400; color: #555; }
+.goal { font-style: italic; color: #333; margin: 1px 0; }
+.question { margin: 1px 0; font-size: 8.5pt; }
+.blank { display: flex; gap: 4px; margin-top: 3px; font-size: 8.5pt; color: #444; }
+.blank span { white-space: nowrap; }
+.predict { margin-top: 2px; font-size: 8.5pt; color: #333; }
+.blanks { display: grid; grid-template-columns: 1fr 1fr; gap: 8px; }
+.blank i { flex: 1; border-bottom: 1px solid #777; }
+.answer { height: 2.5em; border-bottom: 1px solid #777; background: repeating-linear-gradient(transparent 0,
+  transparent 1.25em, #bbb 1.25em, #bbb calc(1.25em + 1px)); }
+.print-hint { margin: 8px 0; padding: 6px 10px; border: 1px dashed #0072B2; }
+@media print { .print-hint { display: none; } body { padding: 0; } }
+@media (max-width: 600px) { ol { grid-template-columns: 1fr; } }
+"""
+
+
+def inline_markdown(text: str) -> str:
+    """The exercises' Markdown (bold, italics, code) as HTML, everything else escaped."""
+    out = html.escape(text, quote=False)
+    for pattern, replacement in INLINE:
+        out = pattern.sub(replacement, out)
+    return out
+
+
+def blank(label: str) -> str:
+    return f'<div class="blank"><span>{html.escape(label)}</span><i></i></div>'
+
+
+def exercise_item(n: int, exercise: Exercise) -> str:
+    return (f'<li data-exercise="{html.escape(exercise.key)}"><div class="title">{n} · '
+            f"{html.escape(exercise.title)} <small>(about {exercise.minutes} min)</small></div>"
+            f'<div class="goal">Goal: {html.escape(exercise.goal)}</div>'
+            f'<div class="question">{inline_markdown(exercise.question)}</div>'
+            f'<div class="predict">Predict: {html.escape(exercise.predict)}</div>'
+            f'<div class="blanks">{blank("My prediction:")}{blank("I measured:")}</div>'
+            f'<div class="blank"><span>Why:</span></div><div class="answer"></div></li>')
+
+
+def handout_html(exercises: Sequence[Exercise], title: str = "SpecDec Lab workshop") -> str:
+    """The one-page handout for `exercises`, in their order."""
+    words = "; ".join(f"<b>{html.escape(w)}</b> = {html.escape(meaning)}" for w, meaning in WORDS)
+    items = "\n".join(exercise_item(n, e) for n, e in enumerate(exercises, start=1))
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}: handout'
+            f"</title><style>{CSS}</style></head><body>"
+            f'<p class="print-hint">Print this page (Ctrl+P or ⌘P) or save it as PDF: it fits on one page.</p>'
+            f"<h1>{html.escape(title)}: {len(exercises)} questions</h1>"
+            '<div class="meta"><span>Name:</span><span>Date:</span></div>'
+            "<p class=\"words\">A small <b>draft</b> proposes K tokens; the <b>target</b> checks them all in one "
+            "forward pass and keeps the agreeing ones. Write your prediction <i>before</i> you press Run. "
+            f"{words}.</p><ol>\n{items}\n</ol></body></html>")
+
+
+def write_handout(folder: Path, exercises: Sequence[Exercise]) -> Path:
+    """The handout as a file in `folder` (for the app's download button); returns its path."""
+    path = Path(folder) / FILE_NAME
+    path.write_text(handout_html(exercises), encoding="utf-8")
+    return path

@@ -1,0 +1,49 @@
+"""The tour as a lesson, drawn as HTML: the progress bar over the exercises (done, current, still to do) and the
+learner's prediction set beside what they measured. Plain functions of the tour's state (tabs/tour_state.py);
+the colours are the token fates' (style.py): done is the accepted green, the current step the accent."""
+from __future__ import annotations
+
+import html
+import re
+
+from specdec.ui.tabs.exercises import EXERCISES, Exercise, exercise_number
+from specdec.ui.tabs.tour_state import TourState
+
+BOLD = re.compile(r"\*\*(.+?)\*\*")
+
+
+def progress_html(tour: TourState) -> str:
+    """One segment per exercise, its number and title on hover; the sentence says where the learner is."""
+    current = next((e for e in EXERCISES if e.key == tour.current), None)
+    done = sum(tour.done(e.key) for e in EXERCISES)
+    left = sum(e.minutes for e in EXERCISES if not tour.done(e.key))
+    segments = "".join(
+        f'<span class="seg{" seg-done" if tour.done(e.key) else ""}{" seg-current" if e is current else ""}" '
+        f'title="{n} · {html.escape(e.title)}{" (done)" if tour.done(e.key) else ""}"></span>'
+        for n, e in enumerate(EXERCISES, start=1))
+    where = (f"Exercise {exercise_number(current)} of {len(EXERCISES)}" if current
+             else f"{len(EXERCISES)} exercises: press Next to start")
+    return (f'<div class="tour-progress" role="progressbar" aria-valuemin="0" aria-valuemax="{len(EXERCISES)}" '
+            f'aria-valuenow="{done}"><div class="segs">{segments}</div><div class="where"><b>{where}</b> · '
+            f"{done} of {len(EXERCISES)} answered · about {left} minutes left</div></div>")
+
+
+def markdown_bold(text: str) -> str:
+    """A describe_observation() sentence (Markdown bold) as escaped HTML."""
+    return BOLD.sub(r"<b>\1</b>", html.escape(text, quote=False))
+
+
+def compare_html(exercise: Exercise | None, tour: TourState, measured: str) -> str:
+    """Your prediction | what you measured, side by side; `measured` is a sentence (Markdown bold allowed)."""
+    if exercise is None:
+        return ""
+    prediction = tour.predictions.get(exercise.key)
+    if prediction is None:
+        guess, when = "<i>not written yet</i>", f"Guess first: {html.escape(exercise.predict)}"
+    else:
+        guess = html.escape(prediction.text)
+        when = "written before the run" if prediction.before_run else "written after a run of this exercise"
+    return (f'<div class="tour-compare"><div class="side" data-side="prediction"><div class="label">Your '
+            f'prediction</div><div class="value">{guess}</div><div class="sub">{when}</div></div>'
+            f'<div class="side" data-side="measured"><div class="label">What you measured</div>'
+            f'<div class="value">{markdown_bold(measured)}</div></div></div>')
