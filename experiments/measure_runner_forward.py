@@ -17,7 +17,7 @@ import statistics
 import time
 
 from specdec.models.loading import load_model
-from specdec.runners import lab_kernels
+from specdec.runners import lab_kernels, packed_weights
 from specdec.runners.threads import model_threads, step_threads, threads_for_step
 
 import torch
@@ -65,8 +65,8 @@ def forward_cost(target, n: int) -> tuple[float, float]:
     weight_elements = sum(p.numel() for p in matrices)
     if target.kernels == "lab":
         weight_bytes = lab_kernels.packed_model(model).nbytes  # float16 copies
-    else:
-        weight_bytes = sum(p.numel() * p.element_size() for p in matrices)
+    else:  # the packed copies where the runner made them (float16 or bfloat16), else the matrices as stored
+        weight_bytes = packed_weights.copy_bytes(model) or sum(p.numel() * p.element_size() for p in matrices)
     heads = config.num_attention_heads
     kv_heads = config.num_key_value_heads or heads
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads

@@ -116,6 +116,7 @@ class Drafter:
     name: str = "drafter"
     family: ClassVar[str] = "other"  # the family's name, one per registered class (registry.FAMILIES)
     follows_text: ClassVar[bool] = False  # scores its request's own ids beyond a draft vocabulary (draft_vocab.HeadRows)
+    learns_across_requests: ClassVar[bool] = False  # drafts from earlier requests' outputs (its owner's: suffix.py)
     description: str = ""  # one line: what it reads from the target, what it costs
     reads_target_hidden: bool = False
     target_layers: tuple[int, ...] = ()  # reads_target_hidden: the layers whose outputs it reads; (): final norm

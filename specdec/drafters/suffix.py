@@ -175,6 +175,7 @@ class Node:
 class SuffixDrafter(Drafter):
     name = "suffix"
     family = "suffix decoding"
+    learns_across_requests = True
     description = ("drafts a tree of what followed earlier matches of the last tokens, in this request or earlier "
                    "requests' outputs, sized by the match: no network; learns across requests")
 

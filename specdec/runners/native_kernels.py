@@ -11,7 +11,7 @@ compiler command and the CPU (model and flags), so a different machine or a chan
 there is no x86-64 CPU with AVX2, F16C and FMA, no compiler, or the build fails, `available()` is False and
 `unavailable_reason()` says why; nothing else changes (the static runner's torch path runs). SPECDEC_LAB_KERNELS=0
 turns them off. The C source has two code paths, chosen by the compiler's target: AVX-512 (16-float vectors, row
-tiles of 12) where -march=native has it, else AVX2 (8-float vectors, row tiles of 6); SPECDEC_LAB_KERNELS_AVX2=1
+tiles of 6 rows x 4 vectors) where -march=native has it, else AVX2 (8-float vectors, 6 rows x 2 vectors); SPECDEC_LAB_KERNELS_AVX2=1
 builds the AVX2 path on any CPU, to measure it where AVX-512 would be chosen. Both compute every output as the
 same chain of fused multiply-adds, so both are row-exact.
 """

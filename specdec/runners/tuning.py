@@ -199,6 +199,12 @@ def store(path: TunedPath) -> None:
 MARGIN = 0.05  # a later candidate must be this much faster than an earlier one to be chosen over it
 
 
+def earliest_within_margin(items: list, cost: Callable):
+    """The first of `items` whose cost is within MARGIN of the lowest (items come simplest first)."""
+    lowest = min(cost(item) for item in items)
+    return next(item for item in items if cost(item) <= lowest * (1 + MARGIN))
+
+
 def choose(candidates: list[CandidateFigures]) -> tuple[CandidateFigures, str]:
     """The earliest candidate that may be chosen whose step + verification time is within MARGIN of the fastest
     one's (on a shared machine timings move by more than that between runs: a closer race is no reason to leave
@@ -208,7 +214,7 @@ def choose(candidates: list[CandidateFigures]) -> tuple[CandidateFigures, str]:
         reference = candidates[0]
         return reference, "no candidate kept greedy identity on the probe: float32 on the first thread count, the reference"
     fastest = min(allowed, key=lambda c: c.cost_ms)
-    best = next(c for c in allowed if c.cost_ms <= fastest.cost_ms * (1 + MARGIN))
+    best = earliest_within_margin(allowed, lambda c: c.cost_ms)
     why = f"fastest exact path: step {best.step_ms:.2f} ms + verification of {PROBE_K + 1} {best.verify_ms:.2f} ms"
     if best is not fastest:
         why = (f"within {MARGIN:.0%} of the fastest ({fastest.label}, {fastest.cost_ms:.2f} ms), so the earlier "
@@ -301,8 +307,7 @@ def threads_by_rows(best: CandidateFigures, candidates: list[CandidateFigures]) 
     for bucket, figure in BUCKET_FIGURES.items():
         timed = [c for c in siblings if getattr(c, figure) is not None]
         if timed:
-            fastest = min(getattr(c, figure) for c in timed)
-            counts[bucket] = next(c.threads for c in timed if getattr(c, figure) <= fastest * (1 + MARGIN))
+            counts[bucket] = earliest_within_margin(timed, lambda c, figure=figure: getattr(c, figure)).threads
     return counts
 
 

@@ -8,8 +8,9 @@ dtype: speedup.config_key) is measured once and every session's request for it s
 - one measurement at a time: measurements queue first come, first served, so each finishes as soon as it can
   (pairs of several measurements interleaved would finish all of them late); a queued request knows its
   position and an estimate of its wait;
-- privacy: a configuration whose prompt is not one of the app's own (examples, exercises) is private: its key
-  carries the session's scope, so it is measured for that user only and never shown to anyone else;
+- privacy: a private configuration's key carries its session's scope (key()), so it is measured for that user
+  only and never shown to anyone else; the caller decides which are private (ui/classroom.py: a prompt that is not
+  one of the app's own);
 - each shared entry counts the runs it served and when it was measured, which the figure then says.
 
 Plain Python: no gradio, no torch; the measuring itself is a callable handed in (speedup.measure_speedup).
@@ -22,7 +23,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Iterable, Iterator, Optional
+from typing import Callable, Hashable, Iterator, Optional
 
 from specdec.measure.speedup import Estimate, Measurement
 
@@ -76,21 +77,16 @@ class _Queue:
 
 
 class SharedMeasurements:
-    """The process's measurements (see the module's docstring). `public_prompts`: the app's own prompt texts."""
+    """The process's measurements (see the module's docstring)."""
 
-    def __init__(self, public_prompts: Iterable[str] = (), capacity: int = CAPACITY,
-                 wall_clock: Callable[[], float] = time.time, clock: Callable[[], float] = time.monotonic):
-        self.public = {normal_text(p) for p in public_prompts}
+    def __init__(self, capacity: int = CAPACITY, wall_clock: Callable[[], float] = time.time,
+                 clock: Callable[[], float] = time.monotonic):
         self.capacity, self.wall_clock, self.clock = capacity, wall_clock, clock
         self._entries: OrderedDict[Hashable, Shared] = OrderedDict()
         self._cond = threading.Condition()
         self._queue = _Queue()
 
     # --- keys and privacy ---------------------------------------------------------------------------------
-    def is_public(self, *prompt_texts: str) -> bool:
-        """True when any form of the prompt (as typed, as cleaned) is one of the app's own."""
-        return any(normal_text(t) in self.public for t in prompt_texts if t)
-
     def key(self, config_key: Hashable, scope: Optional[str]) -> tuple:
         """The entry's key: the configuration, and for a private one the scope (a session's) it belongs to."""
         return ("private", scope, config_key) if scope is not None else ("shared", config_key)
@@ -111,11 +107,6 @@ class SharedMeasurements:
     def _drop_old(self) -> None:
         for key in [k for k, e in self._entries.items() if not e.busy][: max(0, len(self._entries) - self.capacity)]:
             del self._entries[key]
-
-    def shared_entries(self) -> list[Shared]:
-        """Every entry others may see (private ones left out)."""
-        with self._cond:
-            return [e for e in self._entries.values() if not e.private]
 
     # --- measuring ----------------------------------------------------------------------------------------
     def follow(self, key: Hashable, measure: Callable[[Measurement], Iterator[Estimate]],

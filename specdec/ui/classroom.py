@@ -15,6 +15,8 @@ from typing import Iterator, Optional
 from specdec.engine.events import DecodeSettings
 from specdec.measure.speedup import Policy, config_key, engine_contestants, measure
 from specdec.measure.sweep import remember
+from specdec.models.presets import all_model_choices
+from specdec.planning.run import draft_names
 from specdec.serving.class_board import PRIVATE_LABEL, ClassBoard, RunRecord, SweepRecord, board_path
 from specdec.serving.shared_measurements import Progress, SharedMeasurements, normal_text
 from specdec.serving.shared_runs import SharedRuns, Viewer
@@ -27,10 +29,18 @@ def session_scope(session) -> str:
     return session.scope
 
 
+OWN_MODEL = "own model"  # the board's name for a draft the user typed (a Hub id or a folder): never shown to others
+
+
+def shown_draft(name: str) -> str:
+    """A draft's name as everyone may see it: one the app offers, or "none"; a name the user typed is OWN_MODEL."""
+    return name if name == "none" or name in draft_names() or name in all_model_choices() else OWN_MODEL
+
+
 def config_label(draft_name: str, settings: DecodeSettings) -> str:
-    """A configuration in a few words, never its prompt: 'smollm2-135m-eagle3 · K=4 · T=0'."""
+    """A configuration in a few words, never its prompt nor a typed model name: 'smollm2-135m-eagle3 · K=4 · T=0'."""
     schedule = "" if settings.k_schedule == "constant" else f" ({settings.k_schedule})"
-    return f"{draft_name} · K={settings.k}{schedule} · T={settings.temperature:g}"
+    return f"{shown_draft(draft_name)} · K={settings.k}{schedule} · T={settings.temperature:g}"
 
 
 class Classroom:
@@ -44,7 +54,6 @@ class Classroom:
         """The app's own prompts, {text: label}: configurations with these prompts are shared."""
         for text, label in prompts.items():
             self.labels.setdefault(normal_text(text), label)
-        self.measurements.public |= {normal_text(t) for t in prompts}
 
     def label(self, text: str) -> Optional[str]:
         """The example or exercise a prompt is, or None for a user's own (private) prompt."""
@@ -52,9 +61,11 @@ class Classroom:
 
     # --- runs and measurements ------------------------------------------------------------------------
     def run_key(self, prep, settings: DecodeSettings) -> Optional[tuple]:
-        """The key identical requests share a streamed run under; None (a run of its own) for a private prompt
-        or a sampled run without a seed (its trace differs every time)."""
-        if self.label(prep.text) is None or (settings.mode == "sampling" and settings.seed is None):
+        """The key identical requests share a streamed run under; None (a run of its own) for a private prompt,
+        a sampled run without a seed (its trace differs every time), or a drafter that learns across requests
+        (its drafts, rejected ones shown too, come from its own session's earlier outputs)."""
+        if (self.label(prep.text) is None or (settings.mode == "sampling" and settings.seed is None)
+                or getattr(prep.draft, "learns_across_requests", False)):
             return None
         return config_key(prep.target, prep.draft, prep.ids, settings)
 
@@ -88,7 +99,7 @@ class Classroom:
         groups: dict[tuple, dict] = {}
         for row in rows:
             if row.speedup is not None:
-                groups.setdefault((row.draft, row.temperature), {})[int(row.k)] = row.speedup
+                groups.setdefault((shown_draft(row.draft), row.temperature), {})[int(row.k)] = row.speedup
         label = self.label(prompt_text) or PRIVATE_LABEL
         for (draft, temperature), speedups in groups.items():
             self.board.record_sweep(SweepRecord(label, f"{draft} · sweep of K · T={temperature:g}", speedups,

@@ -4,17 +4,19 @@ writes the current configuration into the address bar and the clipboard; a tour 
 (the tour's `share_query`). A link's problems are one visible note above the tour, never an error."""
 from __future__ import annotations
 
+import json
+
 from specdec.ui.session import Session
 from specdec.ui.tabs import tour
 from specdec.ui.tabs.exercises import EXERCISES
 from specdec.ui.tabs.tour_state import TourState, from_store
-from specdec.ui.url_state import FIELDS, LinkSchema, decode_link, encode_link
+from specdec.ui.url_state import FIELDS, PASSED_ON, LinkSchema, decode_link, encode_link
 from specdec.ui.wiring import on
 
 import gradio as gr
 
 LINKED = ("prompt", "target_custom", "draft_custom", *(f.name for f in FIELDS))  # what Copy link reads
-KEPT_PARAMS = "['projector']"  # the page's own parameters, kept in the address when a link is written
+KEPT_PARAMS = json.dumps(sorted(PASSED_ON))  # the page's own parameters, kept in the address when a link is written
 # The address bar follows `share_query` (a link's parameters, or "" for none), keeping ?projector=1.
 SET_URL_JS = """(query) => {
   const kept = new URLSearchParams();

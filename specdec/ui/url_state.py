@@ -65,8 +65,9 @@ class Decoded:
 
 
 def shown(value: str) -> str:
-    """A value as a note quotes it: short, without the backticks that would end its code span."""
-    text = str(value).replace("`", "'")
+    """A value as a note quotes it: short, on one line, without the backticks or blank lines that would end its
+    code span."""
+    text = " ".join(str(value).split()).replace("`", "'")
     return f"`{text[:SHOWN_CHARS]}…`" if len(text) > SHOWN_CHARS else f"`{text}`"
 
 

@@ -86,13 +86,11 @@ def test_a_second_configuration_waits_its_turn_and_knows_its_position():
 
 
 def test_a_private_prompt_is_measured_for_its_session_only():
-    store = SharedMeasurements(public_prompts=["Explain photosynthesis in simple terms."])
-    assert store.is_public("Explain  photosynthesis in simple terms. ")
-    assert not store.is_public("my own secret prompt")
+    store = SharedMeasurements()
     mine, theirs = store.key("config", "session-1"), store.key("config", "session-2")
     final(store.follow(mine, measurer([]), POLICY.needs_more))
     assert store.entry(mine).measurement.repeats == 3 and store.entry(theirs).measurement.repeats == 0
-    assert store.shared_entries() == []  # neither is shown to others
+    assert store.entry(store.key("config", None)).measurement.repeats == 0  # nor is it the shared figure
 
 
 def test_a_stopped_request_queued_behind_another_leaves_the_queue():

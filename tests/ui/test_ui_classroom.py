@@ -45,6 +45,12 @@ def test_a_users_own_prompt_is_measured_for_that_session_only():
     assert len(baselines(engine)) == 2 * timed and "for you only" in final["status"]
 
 
+def test_an_app_prompt_is_recognised_whatever_its_spacing_and_a_users_own_is_not():
+    lab, _ = make_lab()
+    assert lab.classroom.label("  An exercise's   prompt. ") == "Exercise 1"
+    assert lab.classroom.label("my own secret prompt") is None
+
+
 def test_identical_requests_at_the_same_moment_watch_one_streamed_run():
     lab, engine = make_lab()
     sessions, finals = [Session() for _ in range(3)], []
@@ -65,6 +71,21 @@ def test_a_sampled_run_without_a_seed_is_never_shared():
     run(lab, temperature=0.7, seed=None)
     before = len(engine.generations)
     run(lab, temperature=0.7, seed=None)
+    assert len(engine.generations) == before + 1  # its own streamed run; the measurement is shared
+
+
+def test_a_drafter_that_learns_across_requests_never_shares_its_streamed_run():
+    lab, engine = make_lab()
+    load_drafter = engine.load_drafter
+
+    def learning(*args, **kwargs):  # like suffix: its drafts come from its own session's earlier outputs
+        draft = load_drafter(*args, **kwargs)
+        draft.learns_across_requests = True
+        return draft
+    engine.load_drafter = learning
+    run(lab)
+    before = len(engine.generations)
+    run(lab)
     assert len(engine.generations) == before + 1  # its own streamed run; the measurement is shared
 
 
@@ -91,3 +112,10 @@ def test_a_private_run_reaches_the_board_as_numbers_without_its_text():
     run(lab, prompt="my secret prompt")
     rows = lab.classroom.board.rows()
     assert [r.label for r in rows] == [PRIVATE_LABEL] and "secret" not in repr(rows)
+
+
+def test_a_typed_model_name_reaches_the_board_as_own_model():
+    lab, _ = make_lab()
+    run(lab, draft="someone/private-finetune")
+    shown = " ".join(row.config for row in lab.classroom.board.rows())
+    assert "private-finetune" not in shown and "own model" in shown

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import re
 
-from specdec.ui.tabs.exercises import EXERCISES, Exercise, exercise_number
+from specdec.ui.tabs.exercises import EXERCISES, Exercise, exercise_number, find_exercise
 from specdec.ui.tabs.tour_state import TourState
 
 BOLD = re.compile(r"\*\*(.+?)\*\*")
@@ -14,7 +14,7 @@ BOLD = re.compile(r"\*\*(.+?)\*\*")
 
 def progress_html(tour: TourState) -> str:
     """One segment per exercise, its number and title on hover; the sentence says where the learner is."""
-    current = next((e for e in EXERCISES if e.key == tour.current), None)
+    current = find_exercise(tour.current)
     done = sum(tour.done(e.key) for e in EXERCISES)
     left = sum(e.minutes for e in EXERCISES if not tour.done(e.key))
     segments = "".join(
