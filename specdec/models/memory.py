@@ -3,12 +3,14 @@ before a runner preallocates it. Refusals are one line that says what to change.
 
 "Free" memory is what the device can still give: on CUDA, the device's free memory plus what torch's
 caching allocator holds unused; on a CPU, the smaller of the system's available memory and what the
-process's cgroup (a container, a Space) still allows. Estimates are deliberately simple (weights:
-parameters x bytes per parameter; a run: keys and values of every layer for every position, plus the
-prefill's attention scores).
+process's cgroup (a container, a Space) still allows, read at most every CPU_FREE_FRESH_S. Estimates are
+deliberately simple (weights: parameters x bytes per parameter; a run: keys and values of every layer for every
+position, plus the prefill's attention scores).
 """
 from __future__ import annotations
 
+import threading
+import time
 from typing import Optional
 
 from specdec.errors import InvalidSettingsError, ModelLoadError
@@ -17,6 +19,11 @@ import torch
 
 HEADROOM = 1.2  # a load or a run must leave this factor of its estimate free (conversion copies, activations)
 SCORE_BYTES = 4  # attention scores are computed in float32 at worst
+# a CPU's free memory read less than this long ago is reused: every run checks its cache before it starts, and the
+# sampling tests start runs by the thousand
+CPU_FREE_FRESH_S = 0.2
+_CPU_FREE: list = [float("-inf"), None]  # [when it was read (time.monotonic), the reading]
+_CPU_FREE_LOCK = threading.Lock()
 CGROUP_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),  # cgroup v2
                 ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
 
@@ -44,6 +51,13 @@ def free_bytes(device: torch.device) -> Optional[int]:
         return int(free + max(0, cached))
     if device.type != "cpu":
         return None
+    with _CPU_FREE_LOCK:
+        if time.monotonic() - _CPU_FREE[0] > CPU_FREE_FRESH_S:
+            _CPU_FREE[:] = time.monotonic(), _cpu_free_bytes()
+        return _CPU_FREE[1]
+
+
+def _cpu_free_bytes() -> Optional[int]:
     psutil = _psutil()
     if psutil is None:
         return None

@@ -120,7 +120,7 @@ class TimedRunner:
 
     def _timed(self, ids: list[int], last_only: bool) -> torch.Tensor:
         start = time.perf_counter()
-        with threads_for_model(self.model, len(ids)):  # the count measured fastest for these rows (threads.py)
+        with threads_for_model(self.model, len(ids), self.device):  # the fastest count for these rows (threads.py)
             logits = self._call(ids, last_only)
             if self._sync:
                 self._sync()

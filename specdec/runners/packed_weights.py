@@ -32,7 +32,7 @@ import platform
 import threading
 import warnings
 import weakref
-from typing import NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional, TypeVar
 
 from specdec import config
 
@@ -44,6 +44,7 @@ _LOCK = threading.Lock()
 # id(weight) -> (the weight's version counter when copied, its copy or None: no copy for this weight)
 _COPIES: dict[int, tuple[int, Optional["Fp16Linear | Bf16Linear"]]] = {}
 BF16_CPU_FLAGS = {"avx512_bf16", "amx_bf16"}  # x86 instructions that compute bf16 natively
+T = TypeVar("T")
 
 
 class Fp16Linear(NamedTuple):
@@ -141,6 +142,9 @@ def exact_in_float16(weight: torch.Tensor) -> bool:
 def linear_weights(module: torch.nn.Linear):
     """What `linear` takes for this layer: a packed copy where one can stand in for the weight, else
     (weight, bias) for F.linear."""
+    read = getattr(_READING, "layers", None)
+    if read is not None:  # prepared() is building: it checks this layer's weight before reusing what it made
+        read.append(module)
     return weights_for(module.weight, module.bias)
 
 
@@ -153,7 +157,7 @@ def weights_for(weight: torch.Tensor, bias: Optional[torch.Tensor] = None):
         known = _COPIES.get(id(weight))
         if known is None:
             weakref.finalize(weight, _COPIES.pop, id(weight), None)
-        version = -1 if weight.is_inference() else weight._version  # inference tensors keep no counter
+        version = _version(weight)
         if known is None or known[0] != version:  # new, or changed in place since it was copied
             known = _COPIES[id(weight)] = (version, maker(weight, bias))
     copy = known[1]
@@ -221,8 +225,40 @@ def forget_copies(module: torch.nn.Module) -> None:
     """Drop the packed copies of this module's weights (made again on next use): after tuning, the copies of the
     paths not chosen."""
     with _LOCK:
+        _FORGOTTEN[0] += 1
+        _PREPARED.pop(module, None)
         for p in module.parameters():
             _COPIES.pop(id(p), None)
+
+
+# module -> {what: (copy settings, [(layer, its weight, version) read by build], what a runner reads)}: prepared()
+_PREPARED: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
+_FORGOTTEN = [0]  # forget_copies calls so far: what was prepared before one may hold copies that are gone
+_READING = threading.local()  # .layers: the list linear_weights appends to while prepared() builds
+
+
+def prepared(module: torch.nn.Module, what: str, build: Callable[[], T]) -> T:
+    """build() (what a runner reads of this module's weights: linear_weights of its layers), made once and handed
+    to every later runner while it still holds: the same copy settings, no forget_copies since, and every layer
+    build read still holding the same weight, unchanged in place. A run makes a fresh runner, and resolving each
+    weight's copy costs more than a small model's whole step (a sampling test makes tens of thousands of runs)."""
+    settings = (fp16_available(), bf16_available(), _FORGOTTEN[0])
+    memo = _PREPARED.setdefault(module, {})
+    known = memo.get(what)
+    if known is not None and known[0] == settings and all(
+            layer.weight is weight and _version(weight) == version for layer, weight, version in known[1]):
+        return known[2]
+    _READING.layers = read = []
+    try:
+        made = build()
+    finally:
+        _READING.layers = None
+    memo[what] = (settings, [(layer, layer.weight, _version(layer.weight)) for layer in read], made)
+    return made
+
+
+def _version(weight: torch.Tensor) -> int:
+    return -1 if weight.is_inference() else weight._version  # inference tensors keep no counter
 
 
 def forget_module_copy(module: torch.nn.Module) -> None:

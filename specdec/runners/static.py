@@ -20,10 +20,12 @@ bfloat16 at decode shapes, which made row-by-row verification cost more than the
 docs/engine.md, "CPU"). Which runner a model gets (this one, the lab kernels' or HFEagerRunner): selection.py."""
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import NamedTuple, Optional
 
 from specdec.runners.backend import TimedRunner
-from specdec.runners.packed_weights import linear, linear_weights
+from specdec.runners.packed_weights import linear, linear_weights, prepared
 
 import torch
 import torch.nn.functional as F
@@ -49,6 +51,25 @@ def supports_static(model) -> bool:
         return False
     rotary = getattr(model.model, "rotary_emb", None)
     return rotary is not None and getattr(rotary, "rope_type", "default") in STATIC_ROPE_TYPES
+
+
+_ROTARY: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
+_ROTARY_LOCK = threading.Lock()
+ROTARY_TABLES_KEPT = 8  # per model: the (length, dtype, device) tables of the latest runners
+
+
+def rotary_tables(model, max_length: int, dtype: torch.dtype, device: torch.device) -> tuple:
+    """The model's own rotary rows (cos, sin), each [1, max_length, head_dim], for positions 0 .. max_length - 1:
+    computed once per shape and shared, read-only, by the runners made after (a run makes a fresh runner)."""
+    with _ROTARY_LOCK:  # runs start runners from several threads in the app
+        tables, key = _ROTARY.setdefault(model, {}), (max_length, dtype, device)
+        if key not in tables:
+            with torch.inference_mode():
+                positions = torch.arange(max_length, device=device)[None]
+                tables[key] = model.model.rotary_emb(torch.empty(0, dtype=dtype, device=device), positions)
+            if len(tables) > ROTARY_TABLES_KEPT:
+                del tables[next(iter(tables))]
+        return tables[key]
 
 
 class Layout(NamedTuple):
@@ -79,10 +100,7 @@ class StaticCacheRunner(TimedRunner):
         self.kv_dtype = attention_dtype(dtype, self.device)
         self.keys = [torch.empty(shape, dtype=self.kv_dtype, device=self.device) for _ in layers]
         self.values = [torch.empty(shape, dtype=self.kv_dtype, device=self.device) for _ in layers]
-        with torch.inference_mode():
-            positions = torch.arange(max_length, device=self.device)[None]
-            probe = torch.empty(0, dtype=dtype, device=self.device)
-            self.cos, self.sin = model.model.rotary_emb(probe, positions)  # [1, max_length, head_dim]
+        self.cos, self.sin = rotary_tables(model, max_length, dtype, self.device)  # [1, max_length, head_dim]
         self.embedding = model.model.embed_tokens.weight
         self.final_norm = (model.model.norm.weight, model.model.norm.variance_epsilon)
         self.scaling = layers[0].self_attn.scaling
@@ -147,8 +165,8 @@ class StaticLlamaRunner(StaticCacheRunner):
 
     def _prepare_weights(self, model) -> None:
         """The layers' and the head's weights as `linear` takes them (packed copies where they help)."""
-        self.layers = [layer_weights(layer) for layer in model.model.layers]
-        self.head = linear_weights(model.lm_head)
+        self.layers, self.head = prepared(model, "static", lambda: (
+            [layer_weights(layer) for layer in model.model.layers], linear_weights(model.lm_head)))
 
     def _layers(self, hidden: torch.Tensor, layout: Layout) -> tuple[torch.Tensor, dict]:
         start, n, mask = layout.start, layout.n, layout.mask

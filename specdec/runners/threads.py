@@ -87,10 +87,12 @@ def model_threads(module: torch.nn.Module, rows: Optional[int] = None) -> Option
 
 
 @contextlib.contextmanager
-def threads_for_model(module: torch.nn.Module, rows: Optional[int] = None) -> Iterator[None]:
+def threads_for_model(module: torch.nn.Module, rows: Optional[int] = None,
+                      device: Optional[torch.device] = None) -> Iterator[None]:
     """Run one forward of `rows` new tokens of this model on model_threads(...) threads (where it has a count),
-    then restore."""
-    wanted = model_threads(module, rows) if next(module.parameters()).device.type == "cpu" else None
+    then restore. device: the model's, where the caller knows it (a runner: asked on every forward)."""
+    device = device or next(module.parameters()).device
+    wanted = model_threads(module, rows) if device.type == "cpu" else None
     with _threads(wanted):
         yield
 

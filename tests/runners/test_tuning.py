@@ -109,7 +109,9 @@ def test_auto_measures_once_then_reuses_the_cached_choice(monkeypatch, tiny_fold
     assert tuning.tuned_path(tiny_folder, CPU, lambda: first).dtype == first.tuned.dtype
 
 
-def test_the_chosen_thread_count_runs_the_models_forwards(tiny_folder):
+def test_the_chosen_thread_counts_run_the_models_forwards(tiny_folder):
+    """A one-token forward on the measured count; three rows on the count measured for their bucket (2-5), where
+    one was measured (the two may differ: each is the fastest measured on this machine at load)."""
     loaded = load_model(tiny_folder)
     assert threads.model_threads(loaded.model) == loaded.tuned.threads
     seen = []
@@ -117,7 +119,9 @@ def test_the_chosen_thread_count_runs_the_models_forwards(tiny_folder):
     call = runner._call
     runner._call = lambda ids, last_only: seen.append(torch.get_num_threads()) or call(ids, last_only)
     runner.prefill([1, 2, 3])
-    assert seen == [loaded.tuned.threads]
+    runner.forward([4])
+    by_rows = loaded.tuned.threads_by_rows
+    assert seen == [by_rows.get("2-5", loaded.tuned.threads), by_rows.get("1", loaded.tuned.threads)]
 
 
 def test_an_explicit_thread_count_wins_over_the_measured_one(monkeypatch, tiny_folder):

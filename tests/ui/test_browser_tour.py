@@ -190,7 +190,10 @@ def test_the_handout_downloads_with_every_question_and_prints_on_one_page(page, 
 
 
 def test_copy_link_puts_the_configuration_in_a_link_that_a_fresh_browser_restores(page):
-    page.locator("#tour-hot").click()
+    hot = find_exercise("hot")
+    open_generate_exercise(page, "greedy")  # another exercise first, so that hot's settings visibly arrive:
+    open_generate_exercise(page, "hot")  # a K typed before they arrive would be overwritten by the exercise's K
+    expect_loaded(page, hot)
     page.locator(K_INPUT).fill("7")
     page.locator(K_INPUT).press("Enter")
     page.locator("#share-btn").click()
@@ -200,7 +203,6 @@ def test_copy_link_puts_the_configuration_in_a_link_that_a_fresh_browser_restore
     other = fresh.new_page()
     other.set_default_timeout(180_000)
     other.goto(link.input_value())
-    hot = find_exercise("hot")
     expect(other.locator("#tour-question")).to_contain_text(hot.title)
     expect(other.locator(K_INPUT)).to_have_value("7")
     expect(other.locator("#prompt textarea")).to_have_value(hot.prompt)
