@@ -144,3 +144,14 @@ def test_on_cuda_memory_torch_holds_unused_counts_as_free(monkeypatch):
     monkeypatch.setattr(memory.torch.cuda, "memory_reserved", lambda device: 300 * MB)
     monkeypatch.setattr(memory.torch.cuda, "memory_allocated", lambda device: 120 * MB)
     assert memory.free_bytes(memory.torch.device("cuda")) == 280 * MB
+
+
+def test_a_cpus_free_memory_is_read_again_only_after_it_is_stale(monkeypatch):
+    reads = []
+    monkeypatch.setattr(memory, "_cpu_free_bytes", lambda: reads.append(1) or 5 * MB)
+    monkeypatch.setattr(memory, "_CPU_FREE", [float("-inf"), None])
+    cpu = memory.torch.device("cpu")
+    assert [memory.free_bytes(cpu) for _ in range(3)] == [5 * MB] * 3 and len(reads) == 1
+    memory._CPU_FREE[0] -= memory.CPU_FREE_FRESH_S * 2  # the reading grows stale
+    memory.free_bytes(cpu)
+    assert len(reads) == 2

@@ -196,3 +196,53 @@ def test_greedy_output_through_copies_is_the_transformers_output(exact_model):
         theirs = exact_model.model.generate(torch.tensor([IDS[:5]]), max_new_tokens=24, do_sample=False,
                                             min_new_tokens=24)[0, 5:].tolist()
     assert ours == theirs
+
+
+def tiny_llama_model():
+    return float16_valued(build_model(tiny_config("llama"), seed=0))
+
+
+def test_a_later_runner_reuses_what_the_first_prepared():
+    model = tiny_llama_model()
+    first, second = StaticLlamaRunner(model, 96, 16), StaticLlamaRunner(model, 96, 16)
+    assert second.layers is first.layers and second.head is first.head
+
+
+def test_a_weight_changed_in_place_is_prepared_again():
+    model = tiny_llama_model()
+    first = StaticLlamaRunner(model, 96, 16)
+    with torch.no_grad():
+        model.model.layers[0].mlp.down_proj.weight.mul_(0.5)
+    assert StaticLlamaRunner(model, 96, 16).layers is not first.layers
+
+
+def test_a_replaced_weight_is_prepared_again():
+    model = tiny_llama_model()
+    first = StaticLlamaRunner(model, 96, 16)
+    layer = model.model.layers[1].self_attn.q_proj
+    layer.weight = torch.nn.Parameter(layer.weight.detach().clone(), requires_grad=False)
+    assert StaticLlamaRunner(model, 96, 16).layers is not first.layers
+
+
+def test_forgotten_copies_are_prepared_again():
+    model = tiny_llama_model()
+    first = StaticLlamaRunner(model, 96, 16)
+    packed_weights.forget_copies(model)
+    assert StaticLlamaRunner(model, 96, 16).layers is not first.layers
+
+
+@needs_fbgemm
+def test_switching_copies_off_prepares_plain_weights_for_the_next_runner(monkeypatch):
+    model = tiny_llama_model()
+    assert isinstance(StaticLlamaRunner(model, 96, 16).head, Fp16Linear)
+    monkeypatch.setenv("SPECDEC_PACKED_WEIGHTS", "0")
+    assert StaticLlamaRunner(model, 96, 16).head[0] is model.lm_head.weight
+
+
+def test_runners_of_one_length_share_the_models_rotary_rows_and_match_the_models_own():
+    model = tiny_llama_model()
+    first, second = StaticLlamaRunner(model, 96, 16), StaticLlamaRunner(model, 96, 16)
+    assert second.cos is first.cos
+    cos, sin = model.model.rotary_emb(torch.empty(0), torch.arange(24)[None])
+    longer = StaticLlamaRunner(model, 96, 24)
+    assert torch.equal(longer.cos, cos) and torch.equal(longer.sin, sin)
