@@ -97,13 +97,15 @@ TABS = [
     # the tabs below fold into the tab bar's "…" menu on a narrow screen: the lesson's tabs above stay in view
     ("What if?", "whatif", whatif_tab.build),
     ("Across requests", "workload", workload_tab.build),
-    ("Class board", "board", board_tab.build),
+    (board_tab.TAB_LABEL, "board", board_tab.build),
 ]
 
 
 def build_app(lab: Lab | None = None) -> gr.Blocks:
     """The whole app; `lab` binds the callbacks to an engine (default: the real one)."""
     lab = lab or Lab()
+    # the app's own prompts: runs on them are shared and named on the class board (classroom.py); others are private
+    lab.classroom.publish(board_tab.app_prompts([example[0] for example in EXAMPLES]))
     suffix_sessions.install()  # the suffix drafter's store: one per browser session on a public deployment
     c: dict = {}
     with gr.Blocks(title="SpecDec Lab") as demo:
@@ -127,7 +129,7 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
         lossless_tab.wire(lab, c, session, settings)
         cost_tab.wire(lab, c, session)
         whatif_tab.wire(lab, c, session)
-        board_tab.wire(lab, c, [example[0] for example in EXAMPLES])  # the class board; shared prompts
+        board_tab.wire(lab, c)
         workload_tab.wire(lab, c, session)
         tour.wire_tour(c, session)
         wire_links(c, session, demo.load, [example[0] for example in EXAMPLES])  # links that carry a state

@@ -15,7 +15,7 @@ from specdec.ui.wiring import on
 
 import gradio as gr
 
-LINKED = ("prompt", "target_custom", "draft_custom", *(f.name for f in FIELDS))  # what Copy link reads
+LINKED = tour.SETTINGS  # what Copy link reads: what an exercise sets
 KEPT_PARAMS = json.dumps(sorted(PASSED_ON))  # the page's own parameters, kept in the address when a link is written
 # The address bar follows `share_query` (a link's parameters, or "" for none), keeping ?projector=1.
 SET_URL_JS = """(query) => {

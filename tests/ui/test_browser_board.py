@@ -81,7 +81,7 @@ def test_the_board_fits_the_screen(app, two_runs, size, projector):
     page = browser.new_page(viewport={"width": size[0], "height": size[1]})
     page.goto(url + ("?projector=1" if projector else ""))
     board = open_board(page)
-    expect(board).to_contain_text("2 runs pooled")  # the timer (or the first tick) brings it
+    expect(board).to_contain_text("2 runs pooled")  # opening the tab brings it
     box = board.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= size[0] + 1
     table = board.locator("table").bounding_box()

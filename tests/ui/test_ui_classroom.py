@@ -5,6 +5,9 @@ import threading
 from specdec.serving.class_board import PRIVATE_LABEL
 from specdec.ui.callbacks import Lab
 from specdec.ui.session import Session
+from specdec.ui.tabs import board as board_tab
+
+import gradio as gr
 
 from tests.ui.test_ui_callbacks import ARGS
 from tests.ui_fakes import FakeEngine
@@ -119,3 +122,20 @@ def test_a_typed_model_name_reaches_the_board_as_own_model():
     run(lab, draft="someone/private-finetune")
     shown = " ".join(row.config for row in lab.classroom.board.rows())
     assert "private-finetune" not in shown and "own model" in shown
+
+
+def tab_opened(label: str) -> gr.SelectData:
+    return gr.SelectData(None, {"value": label, "index": 0, "selected": True})
+
+
+def test_opening_the_board_tab_shows_the_board_and_starts_its_refresh():
+    lab, _ = make_lab()
+    run(lab)
+    update = board_tab.follow_tab(lab, tab_opened(board_tab.TAB_LABEL))
+    assert update["board_timer"].active is True
+    assert "1 run pooled" in update["board"]
+
+
+def test_opening_another_tab_stops_the_boards_refresh_and_sends_no_board():
+    update = board_tab.follow_tab(make_lab()[0], tab_opened("Generate"))
+    assert update["board_timer"].active is False and "board" not in update

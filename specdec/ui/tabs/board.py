@@ -1,5 +1,6 @@
 """The Class board tab: every run made on this app, pooled per exercise (or example) and configuration, for a
-teacher's projector; it refreshes itself every few seconds. The teacher resets it with the operator key
+teacher's projector; while it is the open tab it refreshes itself every few seconds (a page on another tab asks
+the server nothing for it: a class of 30 would otherwise poll it 6 times a second). The teacher resets it with the operator key
 (SPECDEC_OPERATOR_KEY). The pooling is specdec/serving/class_board.py; what is shared, classroom.py."""
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from specdec.ui.wiring import on, pick
 
 import gradio as gr
 
-REFRESH_S = 5.0
+TAB_LABEL = "Class board"
+REFRESH_S = 5.0  # while the tab is open
 INTRO = ("**Class board**: every run on this app, pooled per exercise and configuration, so a class compares its "
          "figures at a glance. *Runs*: how many runs pooled; *acceptance rate*: accepted / drafted tokens (mean "
          "over the runs); *tokens per target forward*: bonus included, plain decoding is 1.00; *measured speedup*: "
@@ -81,12 +83,18 @@ def build(c: dict) -> None:
                                     elem_id="board-key")
         c["board_reset"] = gr.Button("Reset the board", variant="stop", size="sm", elem_id="board-reset")
         c["board_note"] = gr.Markdown(elem_id="board-note")
-    c["board_timer"] = gr.Timer(REFRESH_S)
+    c["board_timer"] = gr.Timer(REFRESH_S, active=False)  # started when the tab opens (follow_tab)
 
 
 def show(lab: Lab) -> dict:
     board = lab.classroom.board
     return {"board": board_html(board.rows(), board.reset_at)}
+
+
+def follow_tab(lab: Lab, evt: gr.SelectData) -> dict:
+    """A tab was opened: the board's, shown now and refreshed every REFRESH_S; another, the refreshing stops."""
+    opened = evt.value == TAB_LABEL
+    return {"board_timer": gr.Timer(active=opened), **(show(lab) if opened else {})}
 
 
 def reset(lab: Lab, key: str | None) -> dict:
@@ -100,10 +108,13 @@ def reset(lab: Lab, key: str | None) -> dict:
     return {**show(lab), "board_note": "The board was reset.", "board_key": ""}
 
 
-def wire(lab: Lab, c: dict, examples: list[str]) -> None:
-    """The board's refresh (timer and button) and the teacher's reset; publishes the app's own prompts (what may
-    be shared: classroom.py)."""
-    lab.classroom.publish(app_prompts(examples))
+def wire(lab: Lab, c: dict) -> None:
+    """The board's refresh (while its tab is open, and the button) and the teacher's reset."""
+    def tab_opened(evt: gr.SelectData) -> dict:  # Gradio finds the event data by this annotation (not via partial)
+        return follow_tab(lab, evt)
+
+    on(c["tabs"].select, tab_opened, [], pick(c, "board", "board_timer"), api_visibility="private",
+       concurrency_limit=None, show_progress="hidden")
     on(c["board_timer"].tick, lambda: show(lab), [], pick(c, "board"), api_visibility="private",
        concurrency_limit=None, show_progress="hidden")
     on(c["board_refresh"].click, lambda: show(lab), [], pick(c, "board"), api_name="board", concurrency_limit=None)

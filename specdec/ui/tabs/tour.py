@@ -29,6 +29,7 @@ from specdec.ui.tabs.tour_state import (
     observation_of,
     to_store,
 )
+from specdec.ui.url_state import FIELDS, exercise_values
 from specdec.ui.views.handout import write_handout
 from specdec.ui.views.lesson import compare_html, progress_html
 from specdec.ui.wiring import on
@@ -37,8 +38,8 @@ import gradio as gr
 
 TAB_LABELS = {"generate": "Generate", "race": "Race", "sweep": "Sweep", "lossless": "Is it exact?",
               "cost": "Why this speedup?", "theory": "How it works"}  # tab id -> its label in layout.py
-SETTINGS = ("prompt", "target", "draft", "target_custom", "draft_custom", "k", "k_schedule", "temperature", "top_p",
-            "top_k", "seed", "max_new_tokens", "chat")  # the components every exercise sets
+# the components every exercise sets (and a link carries): the prompt, the typed names (cleared) and the settings
+SETTINGS = ("prompt", "target_custom", "draft_custom", *(f.name for f in FIELDS))
 SWEEP_FIELDS = ("sweep_drafts", "sweep_ks", "sweep_temps", "sweep_tokens")
 COMPARED = ("target", "draft", "k", "k_schedule", "temperature", "top_p", "top_k", "seed", "max_new_tokens")
 TOUR_INTRO = ("Eight short exercises, one step at a time. Each step sets up the models and settings for you, opens "
@@ -188,11 +189,7 @@ def preset_for(target: str) -> dict:
 def exercise_settings(exercise: Exercise) -> dict:
     """{component name: value} for the sidebar, the prompt and (when the exercise has them) the Sweep's fields;
     the "name or path" fields are cleared, as they would override the dropdowns."""
-    update = {"prompt": exercise.prompt, "target": exercise.target, "draft": exercise.draft, "target_custom": "",
-              "draft_custom": "", "k": exercise.k, "k_schedule": exercise.k_schedule,
-              "temperature": exercise.temperature, "top_p": exercise.top_p, "top_k": exercise.top_k,
-              "seed": exercise.seed, "max_new_tokens": exercise.max_new_tokens, "chat": exercise.chat,
-              **preset_for(exercise.target)}
+    update = {**exercise_values(exercise), "target_custom": "", "draft_custom": "", **preset_for(exercise.target)}
     if exercise.sweep is not None:
         s = exercise.sweep
         update.update(sweep_drafts=list(s.drafts), sweep_ks=s.ks, sweep_temps=s.temperatures, sweep_tokens=s.tokens)

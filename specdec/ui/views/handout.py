@@ -5,15 +5,13 @@ print it (or save it as PDF)."""
 from __future__ import annotations
 
 import html
-import re
 from pathlib import Path
 from typing import Sequence
 
 from specdec.ui.tabs.exercises import Exercise
+from specdec.ui.views.lesson import inline_markdown
 
 FILE_NAME = "specdec-workshop-handout.html"
-INLINE = ((re.compile(r"\*\*(.+?)\*\*"), r"<b>\1</b>"), (re.compile(r"\*(.+?)\*"), r"<i>\1</i>"),
-          (re.compile(r"`(.+?)`"), r"<code>\1</code>"))
 WORDS = [("acceptance rate", "accepted / drafted tokens"), ("α", "accepted / evaluated drafted tokens"),
          ("tokens per target forward", "how many tokens one check of the target yields (plain decoding: 1)"),
          ("speedup", "target-only time / speculative time, measured in timed pairs (1 = no gain)")]
@@ -44,14 +42,6 @@ li { border: 1px solid #999; border-radius: 4px; padding: 3px 6px; break-inside:
 @media print { .print-hint { display: none; } body { padding: 0; } }
 @media (max-width: 600px) { ol { grid-template-columns: 1fr; } }
 """
-
-
-def inline_markdown(text: str) -> str:
-    """The exercises' Markdown (bold, italics, code) as HTML, everything else escaped."""
-    out = html.escape(text, quote=False)
-    for pattern, replacement in INLINE:
-        out = pattern.sub(replacement, out)
-    return out
 
 
 def blank(label: str) -> str:

@@ -9,7 +9,8 @@ import re
 from specdec.ui.tabs.exercises import EXERCISES, Exercise, exercise_number, find_exercise
 from specdec.ui.tabs.tour_state import TourState
 
-BOLD = re.compile(r"\*\*(.+?)\*\*")
+INLINE = ((re.compile(r"\*\*(.+?)\*\*"), r"<b>\1</b>"), (re.compile(r"\*(.+?)\*"), r"<i>\1</i>"),
+          (re.compile(r"`(.+?)`"), r"<code>\1</code>"))
 
 
 def progress_html(tour: TourState) -> str:
@@ -28,9 +29,13 @@ def progress_html(tour: TourState) -> str:
             f"{done} of {len(EXERCISES)} answered · about {left} minutes left</div></div>")
 
 
-def markdown_bold(text: str) -> str:
-    """A describe_observation() sentence (Markdown bold) as escaped HTML."""
-    return BOLD.sub(r"<b>\1</b>", html.escape(text, quote=False))
+def inline_markdown(text: str) -> str:
+    """The lesson's Markdown (bold, italics, code: the exercises' questions, describe_observation's sentences) as
+    HTML, everything else escaped."""
+    out = html.escape(text, quote=False)
+    for pattern, replacement in INLINE:
+        out = pattern.sub(replacement, out)
+    return out
 
 
 def compare_html(exercise: Exercise | None, tour: TourState, measured: str) -> str:
@@ -46,4 +51,4 @@ def compare_html(exercise: Exercise | None, tour: TourState, measured: str) -> s
     return (f'<div class="tour-compare"><div class="side" data-side="prediction"><div class="label">Your '
             f'prediction</div><div class="value">{guess}</div><div class="sub">{when}</div></div>'
             f'<div class="side" data-side="measured"><div class="label">What you measured</div>'
-            f'<div class="value">{markdown_bold(measured)}</div></div></div>')
+            f'<div class="value">{inline_markdown(measured)}</div></div></div>')
