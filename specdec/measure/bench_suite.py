@@ -1,6 +1,6 @@
 """`python -m specdec bench --suite`: the benchmark table of the machine it runs on.
 
-Printed: the CPU model and its vector extensions (tuning.cpu_model), memory read bandwidth measured here on one
+Printed: the CPU model and its vector extensions (machine_records.cpu_model), memory read bandwidth measured here on one
 thread and on every core (devices.measure_bandwidth: the sum of a 128 MB tensor, fastest of 4), the path `auto`
 chose (tuning.py) or the explicit one, then greedy rows, each timed in interleaved rounds with its median ratio
 and 95% interval (bench.run_rounds and bench.compare, the same statistics as `bench` and the app):
@@ -27,7 +27,7 @@ from specdec.measure.device_presets import measure_bandwidth
 from specdec.models import presets
 from specdec.models.dtypes import dtype_name
 from specdec.planning.choice import AUTO, k_and_schedule
-from specdec.runners import tuning
+from specdec.runners import machine_records, tuning
 from specdec.serving.process import describe_process
 
 import torch
@@ -73,7 +73,7 @@ def bandwidths(device: torch.device) -> dict:
         return {"device": round(measure_bandwidth(device) / 1e9, 1)}
     before, figures = torch.get_num_threads(), {}
     try:
-        for count in sorted({1, tuning.available_cores()}):
+        for count in sorted({1, machine_records.available_cores()}):
             torch.set_num_threads(count)
             figures[str(count)] = round(measure_bandwidth(device) / 1e9, 1)
     finally:
@@ -106,7 +106,7 @@ def measure_suite(target, drafters: dict[str, Callable[[], object]], ids: list[i
     k_max, schedule = k_and_schedule(k)
     device = target.device
     report = SuiteReport(
-        cpu=tuning.cpu_model(), cores=tuning.available_cores(), bandwidth_gb_s=bandwidths(device),
+        cpu=machine_records.cpu_model(), cores=machine_records.available_cores(), bandwidth_gb_s=bandwidths(device),
         path=tuning.summary(target.tuned) if target.tuned is not None else f"{str(target.dtype)[6:]} (explicit)",
         target=target.name, device=str(device), dtype=dtype_name(target.dtype), prompt_tokens=len(ids),
         max_new_tokens=max_new_tokens, repeats=repeats,

@@ -11,7 +11,7 @@ measured forms):
   v(K)        target side (verification and bookkeeping) of such a step / plain step
 both read off a Theil–Sen line over K through every timed step (smoothed: robust to steps slowed by
 another process; a drafter whose drafting time does not grow with K, as Medusa's single call, gets a flat line).
-A few seconds per drafter. Cached in the model cache folder (auto_costs.json, tuning.py's record format),
+A few seconds per drafter. Cached in the model cache folder (auto_costs.json, runners/machine_records.py),
 keyed like tuning.py's key (model shape, device, CPU, torch, OpenMP policy, cores) plus the target's dtype and
 runner and the drafter's name: another machine, dtype or drafter is measured afresh.
 """
@@ -25,7 +25,7 @@ from specdec.engine.events import DecodeSettings
 from specdec.engine.schedules import KSchedule
 from specdec.engine.theory import fit_line, step_seconds
 from specdec.planning.choice import CARD_K, DrafterCosts
-from specdec.runners import tuning
+from specdec.runners import machine_records
 
 FILE_NAME = "auto_costs.json"
 FORMAT = 3  # bumped when the probe changes: older records are measured again (3: the plain step from
@@ -129,7 +129,7 @@ def measure_costs(target, drafter, prompt_ids: list[int], k_max: int, rounds: in
 def cost_key(target, drafter_name: str, k_max: int) -> dict:
     from specdec.models.loading import dtype_name
 
-    return {**tuning.tuning_key(target.model.config, target.device), "dtype": dtype_name(target.dtype),
+    return {**machine_records.tuning_key(target.model.config, target.device), "dtype": dtype_name(target.dtype),
             "runner": getattr(target, "runner_kind", ""), "drafter": drafter_name, "k_max": k_max}
 
 
@@ -142,10 +142,10 @@ def probe_prompt(target) -> list[int]:
 def cached_costs(target, drafter_name: str, k_max: int) -> Optional[DrafterCosts]:
     """This machine's figures for the pair, from this process or the cache file (None: not measured yet)."""
     key = cost_key(target, drafter_name, k_max)
-    text = tuning._key_text(key)
+    text = machine_records.key_text(key)
     if text in _MEMORY:
         return _MEMORY[text]
-    record = tuning.cached_record(key, FILE_NAME, FORMAT)
+    record = machine_records.cached_record(key, FILE_NAME, FORMAT)
     try:
         costs = DrafterCosts.from_dict(record) if record else None
     except (TypeError, KeyError, ValueError):  # another layout: measured again
@@ -163,6 +163,6 @@ def costs_for(target, drafter, k_max: int, *, refresh: bool = False, say=lambda 
     say(f"Measuring {drafter.name}'s costs on this machine (once: a few seconds)…")
     costs = measure_costs(target, drafter, probe_prompt(target), k_max)
     key = cost_key(target, drafter.name, k_max)
-    tuning.write_record(key, {**costs.__dict__}, FILE_NAME, FORMAT)
-    _MEMORY[tuning._key_text(key)] = costs
+    machine_records.write_record(key, {**costs.__dict__}, FILE_NAME, FORMAT)
+    _MEMORY[machine_records.key_text(key)] = costs
     return costs

@@ -1,11 +1,11 @@
 """The measured `auto`: which exact path (dtype, kernels and thread count) runs a model fastest on this machine.
 
 CPU flags do not predict it: the fastest path on one of this project's CPUs is among the slowest on another
-(docs/engine.md, "CPU", has the measurements). So at the first CPU load of a model with dtype
-`auto` for a key (the model's shape, the device, the CPU model and its vector extensions, the torch version, the
-OpenMP wait policy in force, the cores, whether the lab's kernels build here), every candidate path is timed and the fastest that keeps greedy identity is chosen and cached, with its figures, in
-the model cache folder (SPECDEC_CACHE, default ~/.cache/specdec: tuning.json). `python -m specdec tune` shows
-and re-measures it.
+(docs/engine.md, "CPU", has the measurements). So at the first CPU load of a model with dtype `auto` for a key
+(machine_records.py: the model's shape, the device, the CPU model and its vector extensions, the torch version, the
+OpenMP wait policy in force, the cores, whether the lab's kernels build here), every candidate path is timed and the
+fastest that keeps greedy identity is chosen and cached, with its figures, in the model cache folder
+(SPECDEC_CACHE, default ~/.cache/specdec: tuning.json). `python -m specdec tune` shows and re-measures it.
 
 Candidates: float32 (through float16 weight copies where the weights are float16 values: packed_weights.py),
 float32 on the lab's kernels where they build and fit (lab_kernel_runner.py: float16 weights, row-exact) and, on a
@@ -31,7 +31,6 @@ chosen dtype and kernels, each row bucket of threads.ROW_BUCKETS gets the thread
 from __future__ import annotations
 
 import copy
-import json
 import os
 import statistics
 import time
@@ -41,10 +40,15 @@ from typing import Callable, Optional
 
 from specdec import config
 from specdec.models.dtypes import BF16_MIN_PARAMS, dtype_name
-from specdec.paths import cache_dir
 from specdec.runners import lab_kernels as lab_kernel_runner
-from specdec.runners import native_kernels, packed_weights, threads
-from specdec.serving.process import describe_process
+from specdec.runners import packed_weights, threads
+from specdec.runners.machine_records import (
+    available_cores,
+    cached_record,
+    records_file,
+    tuning_key,
+    write_record,
+)
 
 import torch
 
@@ -55,7 +59,6 @@ PROBE_K = 4  # the verification timed is K + 1 tokens
 PROBE_TOKENS = 8  # greedy tokens of the identity probe (>= PROBE_K + 1)
 WIDE_ROWS = 9  # a forward of the 6-17 row bucket (the probe has PROBE_TOKENS + 1 tokens to score)
 REPEATS = 5
-KEY_FLAGS = ("amx_bf16", "avx512_bf16", "avx512f", "avx2")  # the extensions that pick CPU kernels
 
 
 @dataclass
@@ -114,76 +117,10 @@ class TunedPath:
         return cls(**data)
 
 
-# --- the key -----------------------------------------------------------------------------------------------
-
-def cpu_model() -> str:
-    """The CPU's model string and the vector extensions that pick its kernels (e.g. 'AMD EPYC [avx512_bf16 ...]')."""
-    flags = [f for f in KEY_FLAGS if f in packed_weights.cpu_flags()]
-    return f"{packed_weights.cpu_name()} [{' '.join(flags) or 'no listed extensions'}]"
-
-
-def model_shape(config) -> str:
-    """What decides a forward's cost: architecture, layers, widths, heads, vocabulary."""
-    arch = (getattr(config, "architectures", None) or [type(config).__name__])[0]
-    heads = getattr(config, "num_attention_heads", "?")
-    kv = getattr(config, "num_key_value_heads", None) or heads
-    return (f"{arch} layers={getattr(config, 'num_hidden_layers', '?')} hidden={getattr(config, 'hidden_size', '?')} "
-            f"ffn={getattr(config, 'intermediate_size', '?')} heads={heads}/{kv} vocab={getattr(config, 'vocab_size', '?')} "
-            f"tied={bool(getattr(config, 'tie_word_embeddings', False))}")
-
-
-def tuning_key(config, device: torch.device) -> dict:
-    return {"model": model_shape(config), "device": str(device), "cpu": cpu_model(), "torch": torch.__version__,
-            "omp_wait_policy": describe_process().get("omp_wait_policy", os.environ.get("OMP_WAIT_POLICY", "default")),
-            "cores": available_cores(), "lab_kernels": native_kernels.available()}
-
-
-def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def _key_text(key: dict) -> str:
-    return json.dumps(key, sort_keys=True)
-
-
-# --- the cache file ------------------------------------------------------------------------------------------
-
-def cache_file(name: str = FILE_NAME) -> Path:
-    return cache_dir() / name
-
-
-def read_records(name: str = FILE_NAME, fmt: int = FORMAT) -> dict:
-    """A measurement cache file's records ({key text: record}); {} when absent, unreadable or of another format."""
-    try:
-        data = json.loads(cache_file(name).read_text())
-    except (OSError, ValueError):
-        return {}
-    return data.get("records", {}) if isinstance(data, dict) and data.get("format") == fmt else {}
-
-
-def write_record(key: dict, record: dict, name: str = FILE_NAME, fmt: int = FORMAT) -> None:
-    """Adds (or replaces) the record of a key; written whole to a temporary file, then renamed."""
-    records = read_records(name, fmt)
-    records[_key_text(key)] = record
-    target = cache_file(name)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps({"format": fmt, "records": records}, indent=1))
-        os.replace(temporary, target)
-    except OSError:  # a read-only cache: the measurement holds for this process only
-        pass
-
-
-def cached_record(key: dict, name: str = FILE_NAME, fmt: int = FORMAT) -> Optional[dict]:
-    return read_records(name, fmt).get(_key_text(key))
-
+# --- the cache file (machine_records.py): tuning.json --------------------------------------------------------
 
 def cached_path(key: dict) -> Optional[TunedPath]:
-    record = cached_record(key)
+    record = cached_record(key, FILE_NAME, FORMAT)
     try:
         return TunedPath.from_dict(record) if record else None
     except (TypeError, KeyError):  # a record of an older layout: measured again
@@ -191,7 +128,12 @@ def cached_path(key: dict) -> Optional[TunedPath]:
 
 
 def store(path: TunedPath) -> None:
-    write_record(path.key, path.to_dict())
+    write_record(path.key, path.to_dict(), FILE_NAME, FORMAT)
+
+
+def cache_file() -> Path:
+    """Where the tuned paths are kept."""
+    return records_file(FILE_NAME)
 
 
 # --- the choice ----------------------------------------------------------------------------------------------

@@ -301,7 +301,7 @@ def test_the_probe_is_cached_in_the_model_cache_folder_and_reused(lab, monkeypat
     auto_costs._MEMORY.clear()
     monkeypatch.setattr(auto_costs, "measure_costs", lambda *a, **k: pytest.fail("measured again"))
     assert auto_costs.costs_for(target, as_drafter(target, draft), 3) == first
-    records = json.loads(auto_costs.tuning.cache_file(auto_costs.FILE_NAME).read_text())["records"]
+    records = json.loads(auto_costs.machine_records.records_file(auto_costs.FILE_NAME).read_text())["records"]
     assert [json.loads(key)["drafter"] for key in records] == [draft.name]
 
 

@@ -4,7 +4,7 @@ from dataclasses import replace
 
 from specdec import load_model
 from specdec.cli.tune import format_path
-from specdec.runners import threads, tuning
+from specdec.runners import machine_records, threads, tuning
 from specdec.runners.tuning import CandidateFigures, TunedPath, choose
 
 import pytest
@@ -136,7 +136,7 @@ def test_the_lab_model_measurement_produces_a_full_record():
     assert [c.threads for c in path.candidates if (c.dtype, c.kernels) == ("float32", "torch")] == tuning.thread_candidates()
     assert all(c.step_ms > 0 and c.verify_ms > 0 and c.runner for c in path.candidates)
     assert path.chosen is not None and not path.chosen.excluded
-    assert path.key["cpu"] == tuning.cpu_model() and path.key["torch"] == torch.__version__
+    assert path.key["cpu"] == machine_records.cpu_model() and path.key["torch"] == torch.__version__
     table = format_path(path)
     assert "chosen:" in table and len(table.splitlines()) >= 5 + len(path.candidates) - 1
 
