@@ -57,6 +57,8 @@ EXAMPLES = [  # prompt, target, draft, chat, K, temperature, seed, max new token
     ["A list comprehension is", *LAB_PAIR, False, 3, 1.0, 2, 48],
 ]
 EXAMPLE_FIELDS = ("prompt", "target", "draft", "chat", "k", "temperature", "seed", "max_new_tokens")
+EXAMPLE_LABELS = ["chat · explain (prose)", "chat · write a function (code)", "chat · rewrite (copying)",
+                  "code · fibonacci · greedy", "code · os.walk · greedy K=6", "prose · T=0.7", "prose · T=1.0"]
 INTRO = """# SpecDec Lab
 A small **draft** model proposes K tokens; the **target** checks them all in one forward pass and keeps
 the longest agreeing prefix, then adds one token of its own. Modified rejection sampling keeps the output
@@ -71,9 +73,7 @@ def _prompt_controls(c: dict) -> None:
         c["cleanup"] = gr.Markdown(elem_id="cleanup-note", label="Whitespace clean-up", show_label=False)
     gr.Examples(EXAMPLES, [c[name] for name in EXAMPLE_FIELDS],
                 label="Examples (fixed seeds; each sets its models: SmolLM2 in chat format, or the lab family)",
-                example_labels=["chat · explain (prose)", "chat · write a function (code)",
-                                "chat · rewrite (copying)",
-                    "code · fibonacci · greedy", "code · os.walk · greedy K=6", "prose · T=0.7", "prose · T=1.0"])
+                example_labels=EXAMPLE_LABELS)
 
 
 def build_theory(c: dict) -> None:

@@ -10,6 +10,7 @@ import shutil
 
 from specdec.models.presets import DEFAULT_DRAFT
 from specdec.ui.launch import ROOT, app_process
+from specdec.ui.layout import EXAMPLE_FIELDS, EXAMPLE_LABELS, EXAMPLES
 
 import pytest
 import torch
@@ -48,6 +49,19 @@ def browser_page(tmp_path_factory, *flags: str, timeout_ms: int = 180_000, **pag
         browser.close()
 
 
+def choose_example(page, label: str) -> None:
+    """Clicks an example chip and waits until the settings it sets are on screen: the chip's values come back from
+    the server, so a Run pressed before they arrive sends the settings shown before (and a value typed before they
+    arrive is overwritten)."""
+    values = dict(zip(EXAMPLE_FIELDS, EXAMPLES[EXAMPLE_LABELS.index(label)]))
+    page.get_by_text(label, exact=True).click()
+    expect(page.locator("#prompt textarea")).to_have_value(values["prompt"])
+    expect(page.get_by_label("Target", exact=True)).to_have_value(values["target"])
+    expect(page.get_by_label("Draft", exact=True)).to_have_value(values["draft"])
+    for name, label_text in (("k", "K (draft tokens per step)"), ("max_new_tokens", "Max new tokens")):
+        expect(page.locator(f"input[aria-label='number input for {label_text}']")).to_have_value(str(values[name]))
+
+
 def use_models(page, target: str, draft: str) -> None:
     """The "name or path" fields win over the dropdowns: the tests run on the bundled lab pair."""
     accordion = page.get_by_text("Other model (name or path)")
@@ -60,8 +74,7 @@ def use_models(page, target: str, draft: str) -> None:
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     with browser_page(tmp_path_factory, "--no-preload") as page:
-        page.get_by_text(EXAMPLE, exact=True).click()
-        expect(page.locator("#prompt textarea")).to_have_value("The os module provides a portable way of using")
+        choose_example(page, EXAMPLE)
         use_models(page, *LAB_PAIR)
         page.locator("#run-btn").click()
         page.wait_for_selector("#gen-status:has-text('Done.')")
@@ -256,7 +269,7 @@ def slow_model(tmp_path_factory):
 
 def test_stop_ends_a_long_run_and_keeps_its_tokens(page, slow_model):
     page.get_by_role("tab", name="Generate").click()
-    page.get_by_text("code · fibonacci · greedy", exact=True).click()
+    choose_example(page, "code · fibonacci · greedy")
     use_models(page, slow_model, slow_model)
     set_number(page, "K (draft tokens per step)", 1)
     set_number(page, "Max new tokens", 512)

@@ -8,7 +8,7 @@ from specdec.ui.launch import app_process
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from tests.ui.test_browser import launch_chromium
+from tests.ui.test_browser import choose_example, launch_chromium
 from tests.ui.test_browser_whatif import space_env
 
 EXAMPLE = "code · fibonacci · greedy"  # the lab pair: fast on any CPU
@@ -34,7 +34,7 @@ def student(browser, url):
     page = context.new_page()
     page.set_default_timeout(240_000)
     page.goto(url)
-    page.get_by_text(EXAMPLE, exact=True).click()
+    choose_example(page, EXAMPLE)
     page.locator("#run-btn").click()
     return page
 

@@ -7,7 +7,7 @@ from specdec.ui.launch import ROOT
 import pytest
 from playwright.sync_api import expect
 
-from tests.ui.test_browser import browser_page
+from tests.ui.test_browser import browser_page, choose_example
 
 SCREENSHOT = ROOT / "assets" / "screenshot.png"
 expect.set_options(timeout=420_000)  # a fresh machine fetches and converts the model first (1–2 minutes)
@@ -24,8 +24,7 @@ def test_the_default_pair_is_the_real_target(page):
 
 
 def test_the_first_example_streams_coloured_tokens_on_the_default_pair(page):
-    page.get_by_text("chat · explain (prose)", exact=True).click()
-    expect(page.locator("#prompt textarea")).to_have_value("Explain photosynthesis in simple terms.")
+    choose_example(page, "chat · explain (prose)")
     page.locator("#run-btn").click()
     expect(page.locator("#tokens .tok").first).to_be_visible()
     expect(page.locator("#tokens")).to_contain_text("light")  # SmolLM2's answer mentions light energy
@@ -34,7 +33,7 @@ def test_the_first_example_streams_coloured_tokens_on_the_default_pair(page):
 
 
 def test_screenshot_for_the_readme_shows_the_real_target_and_its_default_draft(page):
-    page.get_by_text("chat · explain (prose)", exact=True).click()
+    choose_example(page, "chat · explain (prose)")
     page.locator("#run-btn").click()
     expect(page.locator("#gen-status")).to_contain_text(f"Ran {presets.DEFAULT_TARGET} with draft")
     page.set_viewport_size({"width": 1440, "height": 1900})

@@ -4,7 +4,7 @@ alone (the race found while writing the browser tests), and a Stop during a run 
 import httpx
 from playwright.sync_api import expect
 
-from tests.ui.test_browser import LAB_PAIR, browser_page, set_number, use_models
+from tests.ui.test_browser import LAB_PAIR, browser_page, choose_example, set_number, use_models
 
 expect.set_options(timeout=180_000)  # runs share 2 CPU cores with whatever else is running
 
@@ -24,8 +24,8 @@ def test_stop_then_run_at_once_lets_the_new_run_complete(tmp_path_factory):
         index, held = stop_endpoint(page.url), []
         page.route("**/queue/join*", lambda route: held.append(route) if is_stop(route.request, index)
                    else route.continue_())  # Stop requests wait until the test lets them through
+        choose_example(page, "code · fibonacci · greedy")
         use_models(page, *LAB_PAIR)
-        page.get_by_text("code · fibonacci · greedy", exact=True).click()
         status = page.locator("#gen-status")
         page.locator("#run-btn").click()
         expect(status).to_contain_text("Done.")

@@ -14,7 +14,7 @@ from specdec.ui.launch import ROOT, app_process
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from tests.ui.test_browser import launch_chromium
+from tests.ui.test_browser import choose_example, launch_chromium
 
 EXAMPLE = "prose · T=0.7"  # the lab pair, sampling with a fixed seed: rejections and draws u to check
 SHOTS = ROOT / "docs" / "screenshots"
@@ -107,8 +107,7 @@ def test_the_monte_carlo_histogram_draws_in_the_browser(page):
 
 def test_use_my_run_fills_the_sliders_and_draws_the_measured_point(page):
     open_tab(page, "Generate")
-    page.get_by_text(EXAMPLE, exact=True).click()
-    expect(page.locator("#prompt textarea")).to_have_value("The os module provides a portable way of using")
+    choose_example(page, EXAMPLE)
     page.locator("#run-btn").click()
     page.wait_for_selector("#gen-status:has-text('Done.')")
     RUN["trace"] = trace(page)
