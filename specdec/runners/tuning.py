@@ -238,7 +238,9 @@ def time_interleaved(trials: list[_Trial], repeats: int = REPEATS) -> None:
         trial.figures.wide_ms = statistics.median(trial.wide)
 
 
-BUCKET_FIGURES = {"1": "step_ms", "2-5": "verify_ms", "6-17": "wide_ms"}  # the timing that stands for each bucket
+# the timing that stands for each row bucket (threads.ROW_BUCKETS, in order): a step, a verification, a wide forward
+BUCKET_FIGURES = dict(zip((name for name, _, _ in threads.ROW_BUCKETS), ("step_ms", "verify_ms", "wide_ms"),
+                          strict=True))
 
 
 def threads_by_rows(best: CandidateFigures, candidates: list[CandidateFigures]) -> dict:
