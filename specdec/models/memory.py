@@ -3,9 +3,9 @@ before a runner preallocates it. Refusals are one line that says what to change.
 
 "Free" memory is what the device can still give: on CUDA, the device's free memory plus what torch's
 caching allocator holds unused; on a CPU, the smaller of the system's available memory and what the
-process's cgroup (a container, a Space) still allows, read at most every CPU_FREE_FRESH_S. Estimates are
-deliberately simple (weights: parameters x bytes per parameter; a run: keys and values of every layer for every
-position, plus the prefill's attention scores).
+process's cgroup (a container, a Space) still allows, read at most every CPU_FREE_FRESH_S (a load reads it
+afresh). Estimates are deliberately simple (weights: parameters x bytes per parameter; a run: keys and values of
+every layer for every position, plus the prefill's attention scores).
 """
 from __future__ import annotations
 
@@ -164,6 +164,8 @@ def check_load_fits(name: str, needed: Optional[int], device: torch.device, budg
         raise ModelLoadError(
             f"{name} needs about {gb(needed)} for its weights, more than this deployment's model memory of "
             f"{gb(budget)} (SPECDEC_MODEL_CACHE_GB): choose a smaller model")
+    with _CPU_FREE_LOCK:  # loads follow each other closely (a target, then its draft): each reads memory afresh
+        _CPU_FREE[0] = float("-inf")
     free = free_bytes(device)
     if free is not None and needed * HEADROOM > free:
         raise ModelLoadError(

@@ -155,3 +155,13 @@ def test_a_cpus_free_memory_is_read_again_only_after_it_is_stale(monkeypatch):
     memory._CPU_FREE[0] -= memory.CPU_FREE_FRESH_S * 2  # the reading grows stale
     memory.free_bytes(cpu)
     assert len(reads) == 2
+
+
+def test_a_load_reads_the_cpus_free_memory_afresh(monkeypatch):
+    readings = iter([5 * MB, 1 * MB])
+    monkeypatch.setattr(memory, "_cpu_free_bytes", lambda: next(readings))
+    monkeypatch.setattr(memory, "_CPU_FREE", [float("-inf"), None])
+    cpu = memory.torch.device("cpu")
+    assert memory.free_bytes(cpu) == 5 * MB  # then a load takes memory: the next load must see what is left
+    with pytest.raises(ModelLoadError, match="only 1.0 MB is free"):
+        memory.check_load_fits("the draft", 2 * MB, cpu, None)

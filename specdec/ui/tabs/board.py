@@ -1,7 +1,7 @@
 """The Class board tab: every run made on this app, pooled per exercise (or example) and configuration, for a
 teacher's projector; while it is the open tab it refreshes itself every few seconds (a page on another tab asks
-the server nothing for it: a class of 30 would otherwise poll it 6 times a second). The teacher resets it with the operator key
-(SPECDEC_OPERATOR_KEY). The pooling is specdec/serving/class_board.py; what is shared, classroom.py."""
+the server nothing for it: a class of 30 would otherwise poll it 6 times a second). The teacher resets it with the
+operator key (SPECDEC_OPERATOR_KEY). The pooling is specdec/serving/class_board.py; what is shared, classroom.py."""
 from __future__ import annotations
 
 import hmac
