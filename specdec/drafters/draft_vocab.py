@@ -74,7 +74,13 @@ class HeadRows:
         self._head = target_model.get_output_embeddings()
         self._in_base = torch.zeros(vocab_limit, dtype=torch.bool)
         self._in_base[self.base_ids] = True
+        self.prepare()
         self._reset()
+
+    def prepare(self) -> None:
+        """Resolve the rows' packed copy (packed_weights.py) for the products of the run that starts: once per run,
+        not once per draft step."""
+        self.packed = linear_weights(self.module)
 
     def _reset(self) -> None:
         self.scanned: list[int] = []  # the text follow() has read
@@ -123,7 +129,7 @@ class HeadRows:
 
     def logits(self, features: torch.Tensor) -> torch.Tensor:
         """Logits [n, len(ids)] of features [n, d]."""
-        small = linear(features, linear_weights(self.module))
+        small = linear(features, self.packed)
         if not self.extra_ids:
             return small
         return torch.cat([small, F.linear(features, self.extra_rows, self.extra_bias)], dim=-1)
@@ -151,6 +157,7 @@ class FeatureDrafter(Drafter):
     def start(self, prompt_ids: list[int], max_length: int) -> None:
         self.features = []
         self.max_length = max_length
+        self.head_rows.prepare()
         self.head_rows.follow([])  # the last request's context rows go with it
 
     def observe(self, hidden: torch.Tensor) -> None:

@@ -14,9 +14,10 @@ The draft model and the early-exit adapter are plain Llama decoder layers (see b
 from __future__ import annotations
 
 import copy
+import functools
 
-from specdec.runners.packed_weights import linear, linear_weights
-from specdec.runners.static import attention_dtype
+from specdec.runners.packed_weights import linear, linear_weights, prepared
+from specdec.runners.static import LayerWeights, attention_dtype, layer_weights, rms_norm
 
 import torch
 import torch.nn.functional as F
@@ -26,14 +27,34 @@ from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRMS
 
 def rope_tables(config, length: int, dtype, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """cos, sin [length, head_dim] of the target's rotary embedding (default rope)."""
+    return _rope_rows(*_rope_parameters(config), length, dtype, device)
+
+
+def shared_rope_tables(config, length: int, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """rope_tables on the CPU, computed once per (head_dim, theta, length, dtype) and shared, read-only, by the drafting
+    caches made after (a run makes a fresh one, and on a small head computing the tables costs more than a draft step)."""
+    return _shared_rope_rows(*_rope_parameters(config), length, dtype)
+
+
+def _rope_parameters(config) -> tuple:
+    """(head_dim, rope theta) of a Llama-family config."""
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
     theta = getattr(config, "rope_theta", None)
     if theta is None:
         theta = (getattr(config, "rope_parameters", None) or {}).get("rope_theta", 10000.0)
+    return head_dim, theta
+
+
+def _rope_rows(head_dim: int, theta, length: int, dtype, device) -> tuple[torch.Tensor, torch.Tensor]:
     inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32, device=device) / head_dim))
     freqs = torch.arange(length, dtype=torch.float32, device=device)[:, None] * inv[None]
     emb = torch.cat([freqs, freqs], dim=-1)
     return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+@functools.lru_cache(maxsize=16)
+def _shared_rope_rows(head_dim: int, theta, length: int, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    return _rope_rows(head_dim, theta, length, dtype, "cpu")
 
 
 def unit_rms(x: torch.Tensor, eps: float) -> torch.Tensor:
@@ -41,22 +62,26 @@ def unit_rms(x: torch.Tensor, eps: float) -> torch.Tensor:
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
 
-def _project(layer: LlamaDecoderLayer, hidden: torch.Tensor, cos, sin):
+def _project(layer: LlamaDecoderLayer, w: LayerWeights, hidden: torch.Tensor, cos, sin):
     """q, k, v [B, heads, T, hd] with rotary applied (cos, sin: [B or 1, T, hd])."""
-    attn = layer.self_attn
     b, t, _ = hidden.shape
-    hd = attn.head_dim
-    q = _linear(attn.q_proj, hidden).view(b, t, -1, hd).transpose(1, 2)
-    k = _linear(attn.k_proj, hidden).view(b, t, -1, hd).transpose(1, 2)
-    v = _linear(attn.v_proj, hidden).view(b, t, -1, hd).transpose(1, 2)
+    hd = layer.self_attn.head_dim
+    q = linear(hidden, w.q).view(b, t, -1, hd).transpose(1, 2)
+    k = linear(hidden, w.k).view(b, t, -1, hd).transpose(1, 2)
+    v = linear(hidden, w.v).view(b, t, -1, hd).transpose(1, 2)
     q, k = apply_rotary_pos_emb(q, k, cos, sin)
     return q, k, v
 
 
-def _mlp(layer: LlamaDecoderLayer, hidden: torch.Tensor) -> torch.Tensor:
-    normed = layer.post_attention_layernorm(hidden)
-    mlp = layer.mlp
-    return hidden + _linear(mlp.down_proj, mlp.act_fn(_linear(mlp.gate_proj, normed)) * _linear(mlp.up_proj, normed))
+def _mlp(w: LayerWeights, hidden: torch.Tensor) -> torch.Tensor:
+    normed = rms_norm(hidden, *w.post_norm)
+    return hidden + linear(w.act(linear(normed, w.gate)) * linear(normed, w.up), w.down)
+
+
+def _weights(layer: LlamaDecoderLayer) -> LayerWeights:
+    """The layer's weights as `linear` takes them: under autograd (training) the parameters themselves, else their
+    packed copies where one helps (packed_weights.py), resolved on every call (LayerCache resolves them once)."""
+    return layer_weights(layer, packed=not torch.is_grad_enabled())
 
 
 def _linear(module: nn.Linear, hidden: torch.Tensor) -> torch.Tensor:
@@ -71,25 +96,28 @@ def _expand_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
     return x if groups == 1 else x.repeat_interleave(groups, dim=1)
 
 
-def _attention_input(layer: LlamaDecoderLayer, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _attention_input(layer: LlamaDecoderLayer, w: LayerWeights, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(what the attention projects, what its output is added to). A plain layer: (RMSNorm(hidden), hidden).
     A layer with a hidden_norm (EagleHead's "concat" input) reads hidden = [embedding; feature] [..., 2d], as
     vLLM's llama_eagle3 layer 0: ([input_layernorm(embedding); hidden_norm(feature)] [..., 2d], feature [..., d])."""
     if not hasattr(layer, "hidden_norm"):
-        return layer.input_layernorm(hidden), hidden
+        return rms_norm(hidden, *w.input_norm), hidden
     embedding, feature = hidden.chunk(2, dim=-1)
-    return torch.cat([layer.input_layernorm(embedding), layer.hidden_norm(feature)], dim=-1), feature
+    feature_norm = layer.hidden_norm
+    return torch.cat([rms_norm(embedding, *w.input_norm),
+                      rms_norm(feature, feature_norm.weight, feature_norm.variance_epsilon)], dim=-1), feature
 
 
 def layer_forward(layer: LlamaDecoderLayer, hidden: torch.Tensor, cos, sin, return_kv: bool = False):
     """A causal decoder layer over whole sequences [B, T, d] (training); optionally also its (k, v)."""
-    normed, residual = _attention_input(layer, hidden)
-    q, k, v = _project(layer, normed, cos, sin)
+    w = _weights(layer)
+    normed, residual = _attention_input(layer, w, hidden)
+    q, k, v = _project(layer, w, normed, cos, sin)
     groups = q.shape[1] // k.shape[1]
     out = F.scaled_dot_product_attention(q, _expand_kv(k, groups), _expand_kv(v, groups), is_causal=True,
                                          scale=layer.self_attn.scaling)
     out = out.transpose(1, 2).reshape(hidden.shape[0], hidden.shape[1], -1)
-    out = _mlp(layer, residual + layer.self_attn.o_proj(out))
+    out = _mlp(w, residual + linear(out, w.o))
     return (out, (k, v)) if return_kv else out
 
 
@@ -101,8 +129,9 @@ def layer_forward_unrolled(layer, hidden: torch.Tensor, cos_sin_by_depth, base_k
     (output [B, T, d], (k_j, v_j)).
     """
     cos, sin = cos_sin_by_depth
-    normed, residual = _attention_input(layer, hidden)
-    q, k, v = _project(layer, normed, cos, sin)
+    w = _weights(layer)
+    normed, residual = _attention_input(layer, w, hidden)
+    q, k, v = _project(layer, w, normed, cos, sin)
     groups = q.shape[1] // k.shape[1]
     scale = layer.self_attn.scaling
     k0, v0 = (_expand_kv(x, groups) for x in base_kv)
@@ -117,7 +146,7 @@ def layer_forward_unrolled(layer, hidden: torch.Tensor, cos_sin_by_depth, base_k
     for i, (_, vi) in enumerate(chain):
         out = out + scores[..., t + i : t + i + 1] * _expand_kv(vi, groups)
     out = out.transpose(1, 2).reshape(hidden.shape[0], t, -1)
-    return _mlp(layer, residual + layer.self_attn.o_proj(out)), (k, v)
+    return _mlp(w, residual + linear(out, w.o)), (k, v)
 
 
 class EagleHead(nn.Module):
@@ -265,9 +294,11 @@ class LayerCache:
         self.kv_dtype = attention_dtype(dtype, torch.device("cpu"))
         self.keys = [torch.zeros(shape, dtype=self.kv_dtype) for _ in self.layers]
         self.values = [torch.zeros(shape, dtype=self.kv_dtype) for _ in self.layers]
-        self.cos, self.sin = rope_tables(config, max_length, dtype)
+        self.cos, self.sin = shared_rope_tables(config, max_length, dtype)  # [max_length, head_dim], read-only
         self.max_length = max_length
         self.length = 0
+        # the layers' packed weights, resolved once per model and reused by every run's cache while they hold
+        self.weights = [prepared(layer, "drafting", lambda layer=layer: layer_weights(layer)) for layer in self.layers]
 
     def bytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.keys + self.values)
@@ -288,15 +319,15 @@ class LayerCache:
             cos, sin = self.cos[None, positions], self.sin[None, positions]
         if mask is None and n > 1:
             mask = torch.ones(n, start + n, dtype=torch.bool).tril(diagonal=start)
-        for i, layer in enumerate(self.layers):
-            normed, residual = _attention_input(layer, hidden)
-            q, k, v = _project(layer, normed, cos, sin)
+        for i, (layer, w) in enumerate(zip(self.layers, self.weights)):
+            normed, residual = _attention_input(layer, w, hidden)
+            q, k, v = _project(layer, w, normed, cos, sin)
             self.keys[i][:, :, start:start + n] = k
             self.values[i][:, :, start:start + n] = v
             keys, values = self.keys[i][:, :, :start + n], self.values[i][:, :, :start + n]
             out = F.scaled_dot_product_attention(q.to(self.kv_dtype), keys, values, attn_mask=mask,
                                                  scale=layer.self_attn.scaling, enable_gqa=self.groups > 1)
             out = out.to(q.dtype).transpose(1, 2).reshape(1, n, -1)
-            hidden = _mlp(layer, residual + _linear(layer.self_attn.o_proj, out))
+            hidden = _mlp(w, residual + linear(out, w.o))
         self.length += n
         return hidden[0]

@@ -86,15 +86,12 @@ def model_threads(module: torch.nn.Module, rows: Optional[int] = None) -> Option
     return by_rows or _MODEL_THREADS.get(module)
 
 
-@contextlib.contextmanager
 def threads_for_model(module: torch.nn.Module, rows: Optional[int] = None,
-                      device: Optional[torch.device] = None) -> Iterator[None]:
+                      device: Optional[torch.device] = None) -> contextlib.AbstractContextManager:
     """Run one forward of `rows` new tokens of this model on model_threads(...) threads (where it has a count),
     then restore. device: the model's, where the caller knows it (a runner: asked on every forward)."""
     device = device or next(module.parameters()).device
-    wanted = model_threads(module, rows) if device.type == "cpu" else None
-    with _threads(wanted):
-        yield
+    return _threads(model_threads(module, rows) if device.type == "cpu" else None)
 
 
 def step_threads(device: torch.device) -> Optional[int]:
@@ -113,19 +110,23 @@ def forward_threads(module: torch.nn.Module) -> int:
     return model_threads(module) or step_threads(device) or torch.get_num_threads()
 
 
-@contextlib.contextmanager
-def threads_for_step(device: torch.device) -> Iterator[None]:
+def threads_for_step(device: torch.device) -> contextlib.AbstractContextManager:
     """Run the body on step_threads(...) threads, then restore torch's count."""
-    with _threads(step_threads(device)):
-        yield
+    return _threads(step_threads(device))
+
+
+_UNCHANGED = contextlib.nullcontext()  # every forward asks: a forward that keeps torch's count costs no generator
+
+
+def _threads(wanted: Optional[int]) -> contextlib.AbstractContextManager:
+    if wanted is None or wanted == torch.get_num_threads():
+        return _UNCHANGED
+    return _set_threads(wanted)
 
 
 @contextlib.contextmanager
-def _threads(wanted: Optional[int]) -> Iterator[None]:
+def _set_threads(wanted: int) -> Iterator[None]:
     before = torch.get_num_threads()
-    if wanted is None or wanted == before:
-        yield
-        return
     torch.set_num_threads(wanted)
     try:
         yield

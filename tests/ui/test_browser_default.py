@@ -1,7 +1,10 @@
 """The app as a newcomer opens it: the default pair (SmolLM2-135M-Instruct, fetched and preloaded at
 start) and the first example stream coloured tokens in a real browser (Debian's chromium, headless); a full run
-of that example, inspector open, is the README's screenshot."""
+of that example, inspector open, is the README's screenshot. The app measures as a Space does (limits.PUBLIC's
+timed repeats): the screenshot shows what a visitor of the demo sees, and its measurement ends at those repeats
+instead of running to the local app's one-minute budget."""
 from specdec.models import presets
+from specdec.serving.limits import ENVIRONMENT, PUBLIC
 from specdec.ui.launch import ROOT
 
 import pytest
@@ -15,8 +18,10 @@ expect.set_options(timeout=420_000)  # a fresh machine fetches and converts the 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
-    with browser_page(tmp_path_factory, timeout_ms=420_000) as page:
-        yield page
+    with pytest.MonkeyPatch.context() as env:  # the app's process inherits it
+        env.setenv(ENVIRONMENT["max_repeats"], str(PUBLIC.max_repeats))
+        with browser_page(tmp_path_factory, timeout_ms=420_000) as page:
+            yield page
 
 
 def test_the_default_pair_is_the_real_target(page):
