@@ -8,8 +8,9 @@ generator and verifier; decoding.prefill and decoding.cut_at_stop), then runs th
 fresh random numbers for every draw. A drafter whose q rows are one-hot (prompt lookup) proposes
 the same tokens every time, so it proposes once per prefix. Where a step drafts one token (one studied
 token, or one left to study), its row q depends on the context alone and the drafted token is a draw from
-it (the drafter protocol: d ~ q), so the row is computed once per prefix and each draw samples it afresh;
-a step drafting more tokens proposes afresh every draw (each later row depends on the earlier draws).
+it (the drafter protocol: d ~ q), so the row is computed once per prefix and each draw samples it afresh, by
+its inverse CDF, the row's sums made once (a check makes tens of thousands of draws); a step drafting more
+tokens proposes afresh every draw (each later row depends on the earlier draws).
 
 What is not computed, because it cannot change the studied tokens: drafts after the n-th (a step
 drafts at most as many tokens as are still studied) and the bonus row when the bonus position is
@@ -18,7 +19,7 @@ by the exact law (TargetLaw), the target-alone draws and every verification step
 exact arithmetic a row does not depend on how many tokens its forward carried; in floating point
 it may in the last bits (the greedy check is where that shows).
 
-Compact rows. One draw over the full vocabulary is a torch.multinomial over all of it (49,152 entries for
+Compact rows. A verification over the full vocabulary reads and sums every entry of its rows (49,152 for
 SmolLM2), and the test needs tens of thousands. So the verifier gets each row over a merged
 vocabulary: every token the test counts separately and every drafted token keep their own entry;
 the others become two entries, the tokens where p >= q and those where p < q. That is exact for the
@@ -42,6 +43,25 @@ import torch
 
 OTHER = ("other",)  # the test's pooled cell: every outcome not counted separately
 MERGED_UP, MERGED_DOWN, PADDING = -1, -2, -3  # compact entries that stand for no single token
+
+
+class SingleRow:
+    """A one-token draft's row q [1, V] and what drawing from it by its inverse CDF needs."""
+
+    def __init__(self, q: torch.Tensor):
+        self.q = q
+        self.cumulative = q[0].double().cumsum(0)  # [V] float64: the sums of q up to and including each id
+
+    def draw(self, generator: torch.Generator) -> int:
+        """One id d ~ q by the inverse CDF: the first whose sum exceeds a uniform share of the total. An id of
+        probability 0 never is (its sum equals the one before it). One uniform and a binary search per draw, where
+        torch.multinomial draws a random number for every id (about a millisecond at SmolLM2's 49,152)."""
+        total = self.cumulative[-1:]
+        share = torch.rand(1, generator=generator, dtype=torch.float64, device=total.device) * total
+        index = int(torch.searchsorted(self.cumulative, share, right=True))
+        if index == self.cumulative.numel():  # the share rounded up to the total: the last id with a probability
+            index = int(torch.searchsorted(self.cumulative, total))
+        return index
 
 
 class TargetLaw:
@@ -160,7 +180,7 @@ class FirstTokens:
         self.cells: dict = {}
         self.cache: dict[tuple, torch.Tensor] = {}  # context after the prompt -> the target's warped row [V]
         self.fixed: dict[tuple, Proposal] = {}  # prefix -> the proposal, when the drafter's is the same every time
-        self.single_rows: dict[tuple, torch.Tensor] = {}  # prefix -> q [1, V] of a one-token draft, drawn from afresh
+        self.single_rows: dict[tuple, SingleRow] = {}  # prefix -> a one-token draft's row, drawn from afresh
         self.steps: dict[tuple, CompactStep] = {}  # (prefix, drafts) -> its compact step
 
     # --- the target's rows -----------------------------------------------------------------------
@@ -213,15 +233,15 @@ class FirstTokens:
         if k == 0:
             return self.fixed.setdefault(prefix, Proposal())
         if prefix in self.single_rows:  # one draft: its row q [1, V] depends on the context alone, and d ~ q
-            q = self.single_rows[prefix]
-            return Proposal([int(torch.multinomial(q[0], 1, generator=self.gen.generator))], q)
+            row = self.single_rows[prefix]
+            return Proposal([row.draw(self.gen.generator)], row.q)
         self.rewind_drafter(prefix)
         made = self.gen.drafter.propose(self.seq + list(prefix), k, self.gen.context)
         proposal = Proposal(made.ids[:k], made.q[:k] if made.ids else None)
         if not proposal.ids or bool((proposal.q.max(dim=-1).values == 1).all()):
             self.fixed[prefix] = proposal  # one-hot q: each drafted token is the only one it can be
         elif k == 1:
-            self.single_rows[prefix] = proposal.q
+            self.single_rows[prefix] = SingleRow(proposal.q)
         return proposal
 
     def step(self, prefix: tuple) -> CompactStep:

@@ -12,13 +12,14 @@ from specdec import DecodeSettings, Generation
 from specdec.drafters.draft_model import as_drafter
 from specdec.drafters.prompt_lookup import PromptLookupDrafter
 from specdec.errors import InvalidSettingsError
-from specdec.exactness.first_tokens import FirstTokens, compact_rows
+from specdec.exactness.first_tokens import FirstTokens, SingleRow, compact_rows
 from specdec.exactness.lossless import CHUNK, check_sampling, compare_greedy
 from specdec.exactness.verifier_faults import ALWAYS_ACCEPT, CHOICES, REAL
 
 import pytest
 import torch
 
+from tests.stats import chi_square_p_value
 from tests.table_model import TableModel, TableRunner
 
 VOCAB = 6
@@ -130,6 +131,20 @@ def test_a_one_token_draft_is_proposed_once_per_prefix_and_drawn_afresh_from_its
     check = finish(check_sampling(TARGET, DRAFT_DRAFTER, PROMPTS["draft model"], SETTINGS,
                                   draws=DRAWS["draft model"], tokens=1))
     assert len(calls) == 1 and check.passed and check.draws == DRAWS["draft model"]
+
+
+def test_a_one_token_drafts_draws_from_its_row_follow_the_row():
+    q = torch.tensor([[0.0, 0.5, 0.0, 0.2, 0.3, 0.0]])  # ids of probability 0 first, between and last
+    row, generator = SingleRow(q), torch.Generator().manual_seed(0)
+    counts = torch.bincount(torch.tensor([row.draw(generator) for _ in range(20_000)]), minlength=6).double()
+    assert counts[q[0] == 0].sum() == 0
+    assert chi_square_p_value(counts[q[0] > 0], q[0][q[0] > 0].double()) >= 1e-3
+
+
+def test_a_uniform_at_the_top_of_a_row_draws_its_last_possible_id_not_a_zero_one_after_it(monkeypatch):
+    row = SingleRow(torch.tensor([[0.25, 0.75, 0.0]]))
+    monkeypatch.setattr(torch, "rand", lambda *args, **kwargs: torch.ones(1, dtype=torch.float64))  # share = total
+    assert row.draw(torch.Generator()) == 1
 
 
 def test_a_greedy_only_drafter_is_refused_a_sampling_check_with_the_reason():
