@@ -43,6 +43,25 @@ def pytest_xdist_auto_num_workers(config):
                       MAX_WORKERS))
 
 
+# Longest work first: xdist hands out work in collection order (pytest.ini: --no-loadscope-reorder; its default puts
+# the modules with most tests first, which left the long sampling tests, one test a unit, for last, and a worker
+# queues up to two units ahead, so one worker ran the final minutes alone). The vLLM servers' module, the long
+# sampling tests and the modules that start an app, a browser or a process lead; the many short tests fill both
+# workers at the end. The order inside a module is kept.
+LEADING_MODULES = {"test_vllm_server"}
+LONG_FAST_MODULES = {"test_distribution_paths", "test_zoo_shipped"}  # the longest modules of the fast tier
+
+
+def run_order(item) -> int:
+    if item.path.stem in LEADING_MODULES:
+        return 0
+    if item.originalname in SLOW_TESTS:
+        return 1
+    if SLOW_MODULES.fullmatch(item.path.stem) or item.path.stem in LONG_FAST_MODULES:
+        return 2
+    return 3
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
@@ -51,3 +70,4 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         if not long_sampling:
             item.add_marker(pytest.mark.xdist_group(item.path.stem))
+    items.sort(key=run_order)  # stable
