@@ -55,7 +55,7 @@ class SingleRow:
     def draw(self, generator: torch.Generator) -> int:
         """One id d ~ q by the inverse CDF: the first whose sum exceeds a uniform share of the total. An id of
         probability 0 never is (its sum equals the one before it). One uniform and a binary search per draw, where
-        torch.multinomial draws a random number for every id (about a millisecond at SmolLM2's 49,152)."""
+        torch.multinomial draws a random number for every id of the vocabulary."""
         total = self.cumulative[-1:]
         share = torch.rand(1, generator=generator, dtype=torch.float64, device=total.device) * total
         index = int(torch.searchsorted(self.cumulative, share, right=True))
