@@ -7,7 +7,7 @@ continuations whose frequency along their path is at least min_token_prob. It dr
 (Arctic Inference's rule: the sum of the nodes' path frequencies), K levels deep at most (the pattern and the draft
 each up to max_tree_depth: Arctic's depth-limited suffix tree bounds their sum). The frequencies pool this request and
 the earlier outputs; Arctic searches them apart and drafts the better-scored of the two (`split`: measured no better
-on the shipped workloads, docs/notebook/2026-12-06-suffix-decoding.md).
+on the shipped workloads: docs/drafters.md, "Suffix decoding (`suffix`)", links the measurement).
 
 Memory: this request's tokens, and a per-process store of earlier requests' outputs, one store per target (token
 ids mean nothing across tokenizers) holding at most max_cached_requests requests; the oldest request is evicted

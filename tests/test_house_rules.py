@@ -1,0 +1,25 @@
+"""The house's rules that a grep can check: the code states contracts and reasons, and dated measurements live in
+docs/notebook/ (no date in specdec/); the package is installed, so nothing but tests/conftest.py edits sys.path."""
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATE = re.compile(r"\b20\d\d-[01]\d(-[0-3]\d)?\b")  # 2026-12-06 or 2026-12
+
+
+def test_no_module_of_the_package_names_a_date():
+    dated = {str(p.relative_to(ROOT)): DATE.search(p.read_text()).group(0)
+             for p in (ROOT / "specdec").rglob("*.py") if DATE.search(p.read_text())}
+    assert dated == {}
+
+
+def test_nothing_but_the_tests_conftest_edits_sys_path():
+    python = [p for folder in ("specdec", "training", "experiments", "tests") for p in (ROOT / folder).rglob("*.py")]
+    python += list(ROOT.glob("*.py"))
+    editing = [str(p.relative_to(ROOT)) for p in python
+               if re.search(r"sys\.path\.(insert|append)|sys\.path\s*=", p.read_text())]
+    assert editing in ([], ["tests/conftest.py"])
+
+
+def test_the_date_pattern_finds_a_notebook_name_and_a_month():
+    assert DATE.search("docs/notebook/2026-12-06-suffix-decoding.md") and DATE.search("shipped until 2026-12")
