@@ -1,5 +1,6 @@
 """The house's rules that a grep can check: the code states contracts and reasons, and dated measurements live in
-docs/notebook/ (no date in specdec/); the package is installed, so nothing but tests/conftest.py edits sys.path."""
+docs/notebook/ (no date in specdec/); the package is installed, so nothing but tests/conftest.py edits sys.path;
+modules and pages stay a size a newcomer reads (issue 48's limits)."""
 import re
 from pathlib import Path
 
@@ -23,3 +24,14 @@ def test_nothing_but_the_tests_conftest_edits_sys_path():
 
 def test_the_date_pattern_finds_a_notebook_name_and_a_month():
     assert DATE.search("docs/notebook/2026-12-06-suffix-decoding.md") and DATE.search("shipped until 2026-12")
+
+
+def test_no_module_of_the_package_is_over_400_lines():
+    sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in (ROOT / "specdec").rglob("*.py")}
+    assert {name: n for name, n in sizes.items() if n > 400} == {}
+
+
+def test_the_readme_stays_under_200_lines_and_no_doc_page_outside_the_notebook_over_600():
+    pages = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in (ROOT / "docs").glob("*.md")}
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 200
+    assert {name: n for name, n in pages.items() if n > 600} == {}
