@@ -258,10 +258,8 @@ def plain_weights(module: torch.nn.Linear) -> tuple:
 def rms_norm(hidden: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """transformers' LlamaRMSNorm, op for op (its casts to and from float32 skipped where they change nothing: on
     a small model each op's dispatch costs more than its arithmetic)."""
-    if hidden.dtype == torch.float32:
-        return weight * (hidden * torch.rsqrt(hidden.pow(2).mean(-1, keepdim=True) + eps))
-    dtype = hidden.dtype
-    hidden = hidden.to(torch.float32)
-    variance = hidden.pow(2).mean(-1, keepdim=True)
-    return weight * (hidden * torch.rsqrt(variance + eps)).to(dtype)
+    widened = hidden.dtype != torch.float32
+    x = hidden.to(torch.float32) if widened else hidden
+    normed = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * (normed.to(hidden.dtype) if widened else normed)
 
