@@ -3,7 +3,8 @@ nodes scores N + 1), through the runner the engine uses, after a 200-token prefi
 
     python experiments/measure_runner_forward.py [--target smollm2-135m-instruct] [--dtype auto] [--tokens 1,2,5,9,13,17] [--repeats 15]
 
-Prints, per row count: the median milliseconds per forward with the spread of the repeats (min-max), the ratio to
+The row counts take turns within each repeat (a drift in the machine's speed meets them all alike). Prints, per
+row count: the median milliseconds per forward with the spread of the repeats (min-max), the ratio to
 a 1-token forward (v(n) of docs/cost_model.md), the thread count the forward ran on, and its roofline: the time to
 read the bytes a forward reads (the weights once, the cache's keys and values) at this machine's measured memory
 read bandwidth, the time of its multiply-adds at this machine's measured float32 GEMM rate (torch, on the same
@@ -93,25 +94,26 @@ def main() -> None:
     runner = target.new_runner(target.real_vocab_size, 512)
     runner.prefill(list(range(100, 100 + PREFIX)))
     prefix = runner.length
-    medians = {}
-    print("tokens  median ms  (min-max)      ratio  threads  | bandwidth ms  compute ms  floor ms  median/floor")
-    for n in (int(t) for t in args.tokens.split(",")):
-        times = []
-        for _ in range(args.repeats + 1):
+    counts = [int(t) for t in args.tokens.split(",")]
+    times = {n: [] for n in counts}
+    for repeat in range(args.repeats + 1):  # the row counts interleaved, so a drift in the machine's speed meets all
+        for n in counts:
             runner.rollback(prefix)
             start = time.perf_counter()
             with threads_for_step(target.device):  # as a decoding step runs it
                 runner.forward(list(range(1000, 1000 + n)))
-            times.append(time.perf_counter() - start)
-        times = times[1:]  # the first call warms up
-        medians[n] = statistics.median(times)
+            if repeat:  # the first round warms up
+                times[n].append(time.perf_counter() - start)
+    medians = {n: statistics.median(times[n]) for n in counts}
+    print("tokens  median ms  (min-max)      ratio  threads  | bandwidth ms  compute ms  floor ms  median/floor")
+    for n in counts:
         ratio = f"{medians[n] / medians[1]:.2f}x" if 1 in medians else "  -  "
         count = model_threads(target.model, n) or step_threads(target.device) or torch.get_num_threads()
         bandwidth, gemm = rates.get(count, rates[max(rates)])
         read, flops = forward_cost(target, n)
         bandwidth_ms, compute_ms = read / bandwidth / 1e6, flops / gemm / 1e6
         floor = max(bandwidth_ms, compute_ms)
-        print(f"{n:6d}  {1000 * medians[n]:9.1f}  ({1000 * min(times):5.1f}-{1000 * max(times):5.1f})  {ratio:>6}"
+        print(f"{n:6d}  {1000 * medians[n]:9.1f}  ({1000 * min(times[n]):5.1f}-{1000 * max(times[n]):5.1f})  {ratio:>6}"
               f"  {count:7d}  | {bandwidth_ms:12.1f}  {compute_ms:10.1f}  {floor:8.1f}"
               f"  {1000 * medians[n] / floor:12.2f}", flush=True)
     print(f"runner: {target.runner_kind}, {target.dtype}, torch {torch.__version__}; the thread count per row count "

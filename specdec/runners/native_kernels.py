@@ -10,10 +10,10 @@ Building: `cc -O3 -march=native -ffp-contract=off` into SPECDEC_CACHE/kernels/, 
 compiler command and the CPU (model and flags), so a different machine or a changed source builds afresh. Where
 there is no x86-64 CPU with AVX2, F16C and FMA, no compiler, or the build fails, `available()` is False and
 `unavailable_reason()` says why; nothing else changes (the static runner's torch path runs). SPECDEC_LAB_KERNELS=0
-turns them off. The C source has two code paths, chosen by the compiler's target: AVX-512 (16-float vectors, row
-tiles of 6 rows x 4 vectors) where -march=native has it, else AVX2 (8-float vectors, 6 rows x 2 vectors); SPECDEC_LAB_KERNELS_AVX2=1
-builds the AVX2 path on any CPU, to measure it where AVX-512 would be chosen. Both compute every output as the
-same chain of fused multiply-adds, so both are row-exact.
+turns them off. The C source has two code paths, chosen by the compiler's target: AVX-512 (16-float vectors; row
+tiles of up to 6 rows x 4 vectors, and 7-12 rows x 2) where -march=native has it, else AVX2 (8-float vectors; 6 rows x
+2 vectors, 7-12 rows x 1); SPECDEC_LAB_KERNELS_AVX2=1 builds the AVX2 path on any CPU, to measure it where AVX-512
+would be chosen. Both compute every output as the same chain of fused multiply-adds, so both are row-exact.
 """
 from __future__ import annotations
 
@@ -155,7 +155,8 @@ def _declare(lib):
     lib.sd_linear.argtypes = [pointer, integer, integer, pointer, pointer, integer, pointer, pointer, integer]
     lib.sd_attention.argtypes = [pointer, integer, integer, integer, integer, pointer, pointer, integer, integer,
                                  pointer, real, pointer, pointer]
-    for name in ("sd_linear", "sd_attention"):
+    lib.sd_exp.argtypes = [pointer, integer, pointer]
+    for name in ("sd_linear", "sd_attention", "sd_exp"):
         getattr(lib, name).restype = None
     lib.sd_layers.argtypes = [ctypes.POINTER(Layer), integer, ctypes.POINTER(Shape), pointer, integer, integer,
                               pointer, pointer, pointer, ctypes.POINTER(ctypes.c_void_p), integer]

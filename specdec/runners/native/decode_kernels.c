@@ -7,7 +7,7 @@
    Here each product streams its float16 weights once on both cores, and the small ops around it (RMSNorm, rotary,
    SiLU-gating, residual adds, writing keys and values into the cache) run inside the same call. A verification's
    K + 1 rows share each weight: a tile converts a weight vector from float16 once and multiplies it into up to
-   TILE_ROWS rows' accumulators held in registers, so more rows add arithmetic, not memory traffic; attention's
+   12 rows' accumulators held in registers, so more rows add arithmetic, not memory traffic; attention's
    rows and heads are pieces of the same thread pool.
 
    Vocabulary, fixed here:
@@ -18,7 +18,8 @@
    Exactness: every output is one fused-multiply-add chain over k = 0 .. K-1 in float32, the same whatever the number
    of rows in the call or the thread that computes it, so a verification row equals a one-token forward's bit for
    bit. The elementwise maths is written op for op as transformers' Llama code does it (compiled without contraction,
-   -ffp-contract=off); only sums (products, RMSNorm's mean of squares) are ordered differently from torch's. */
+   -ffp-contract=off); sums (products, attention's, RMSNorm's mean of squares) are ordered differently from torch's,
+   and e^x (softmax, SiLU) is the kernels' own vexp, as accurate as torch's vectorised one. */
 #define _GNU_SOURCE
 #include <immintrin.h>
 #include <math.h>
@@ -36,13 +37,13 @@
 
 #if defined(__AVX512F__)
 #define LANES 16
-#ifndef TILE_ROWS
-#define TILE_ROWS 6 /* a multi-row tile: 6 rows x 4 vectors (a whole group) = 24 accumulators of the 32 registers
-                       (12 rows x 2 vectors, -DTILE_ROWS=12 -DTILE_VECS=2, measured no faster in a whole forward) */
-#endif
-#ifndef TILE_VECS
-#define TILE_VECS 4
-#endif
+/* two multi-row tiles, each as many accumulators as the 32 registers hold beside its weights: up to 6 rows x 4
+   vectors (a whole group), and 7 to 12 rows x 2 vectors (half a group), so a weight vector converted from float16
+   serves up to 12 rows (the conversion costs the FMA ports as much as two multiply-adds) */
+#define WIDE_ROWS 6
+#define WIDE_VECS 4
+#define NARROW_ROWS 12
+#define NARROW_VECS 2
 typedef __m512 vec;
 #define VZERO() _mm512_setzero_ps()
 #define VSET1(v) _mm512_set1_ps(v)
@@ -52,10 +53,21 @@ typedef __m512 vec;
 #define VADD(a, b) _mm512_add_ps(a, b)
 #define VSTORE(p, v) _mm512_storeu_ps(p, v)
 #define VLOAD(p) _mm512_loadu_ps(p)
+#define VSUM(v) _mm512_reduce_add_ps(v)
+#define VSUB(a, b) _mm512_sub_ps(a, b)
+#define VDIV(a, b) _mm512_div_ps(a, b)
+#define VMIN(a, b) _mm512_min_ps(a, b)
+#define VMAX(a, b) _mm512_max_ps(a, b)
+#define VFLOOR(v) _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+#define VPOW2(n) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), \
+                                                                          _mm512_set1_epi32(127)), 23))
 #else
 #define LANES 8
-#define TILE_ROWS 6 /* AVX2: 6 rows x 2 vectors (a quarter group) = 12 accumulators of the 16 registers */
-#define TILE_VECS 2
+/* AVX2's 16 registers: up to 6 rows x 2 vectors (a quarter group), and 7 to 12 rows x 1 vector (an eighth) */
+#define WIDE_ROWS 6
+#define WIDE_VECS 2
+#define NARROW_ROWS 12
+#define NARROW_VECS 1
 typedef __m256 vec;
 #define VZERO() _mm256_setzero_ps()
 #define VSET1(v) _mm256_set1_ps(v)
@@ -65,26 +77,82 @@ typedef __m256 vec;
 #define VADD(a, b) _mm256_add_ps(a, b)
 #define VSTORE(p, v) _mm256_storeu_ps(p, v)
 #define VLOAD(p) _mm256_loadu_ps(p)
+#define VSUB(a, b) _mm256_sub_ps(a, b)
+#define VDIV(a, b) _mm256_div_ps(a, b)
+#define VMIN(a, b) _mm256_min_ps(a, b)
+#define VMAX(a, b) _mm256_max_ps(a, b)
+#define VFLOOR(v) _mm256_floor_ps(v)
+#define VPOW2(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), \
+                                                                          _mm256_set1_epi32(127)), 23))
+static inline float VSUM(__m256 v) { /* the lanes' sum as a fixed tree: halves, then pairs, then the last two */
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
 #endif
 #define VECS (GROUP / LANES)
 #ifndef PREFETCH_K
 #define PREFETCH_K 16 /* software prefetch of the weights this many rows of k ahead (2 KiB): one core alone
                          keeps too few reads in flight to stream at the memory's rate (0: none) */
 #endif
-#define TILE_COLS (TILE_VECS * LANES) /* output columns of a multi-row tile: 64 on AVX-512, 16 on AVX2 */
+#define PREFETCH_ROWS_K 64 /* a multi-row tile's prefetch distance (8 KiB), into L2: a row of k takes it several times
+                              as long, and 2 KiB ahead left the weights arriving late (12-15% slower products at 5
+                              and 9 rows) */
+
+/* e^x lane by lane, within 2 units in the last place of float32's exp (Cephes' expf: x = n ln 2 + r, a degree-5
+   polynomial in r, times 2^n), the same bits on every lane and every call; torch's CPU softmax and SiLU use a
+   vectorised exp of the same kind (Sleef's). Inputs are clamped to [-87.34, 88.38]: below, e^x comes out as ~1.2e-38
+   instead of a subnormal or 0; at the top, +inf (softmax's exponents are <= 0; SiLU's e^-g only divides). */
+static inline vec vexp(vec x) {
+    x = VMAX(VMIN(x, VSET1(88.3762626647949f)), VSET1(-87.3365478515625f));
+    vec n = VFLOOR(VFMA(x, VSET1(1.44269504088896341f), VSET1(0.5f)));
+    x = VFMA(n, VSET1(-0.693359375f), x);
+    x = VFMA(n, VSET1(2.12194440e-4f), x);
+    vec y = VSET1(1.9875691500E-4f);
+    y = VFMA(y, x, VSET1(1.3981999507E-3f));
+    y = VFMA(y, x, VSET1(8.3334519073E-3f));
+    y = VFMA(y, x, VSET1(4.1665795894E-2f));
+    y = VFMA(y, x, VSET1(1.6666665459E-1f));
+    y = VFMA(y, x, VSET1(5.0000001201E-1f));
+    y = VFMA(y, VMUL(x, x), VADD(x, VSET1(1.0f)));
+    return VMUL(y, VPOW2(n));
+}
+
+/* values[i] = e^(values[i] - shift) for i < n, LANES at a time (the last few through a padded vector, so each value
+   gets the same bits wherever it sits) */
+static void exp_shifted(float *values, int n, float shift) {
+    int i = 0;
+    for (; i + LANES <= n; i += LANES) VSTORE(values + i, vexp(VSUB(VLOAD(values + i), VSET1(shift))));
+    if (i < n) {
+        float padded[LANES] = {0};
+        memcpy(padded, values + i, (n - i) * sizeof(float));
+        VSTORE(padded, vexp(VSUB(VLOAD(padded), VSET1(shift))));
+        memcpy(values + i, padded, (n - i) * sizeof(float));
+    }
+}
+
+/* e^x for x [n] into out [n]: the kernels' exp, for tests */
+void sd_exp(const float *x, int n, float *out) {
+    memcpy(out, x, n * sizeof(float));
+    exp_shifted(out, n, 0.0f);
+}
 
 /* The micro-kernel: sums[r][0 .. NV * LANES) = x[r] . W[:, columns] for rows r < R of x [R][K], where w points at
    the group's first column wanted ([K][GROUP] halves). Each weight vector is converted from float16 once per k and
-   used by all R rows from registers; every output is one FMA chain over k = 0 .. K-1 whatever R and NV are. */
+   used by all R rows from registers; every output is one FMA chain over k = 0 .. K-1 whatever R and NV are.
+   fetch: how many 64-byte lines of each row of k this pass prefetches (a piece's first pass: its lines; later passes
+   over the same columns find them in the core's cache). */
 static inline __attribute__((always_inline)) void tile(const float *x, const int R, const int NV, int K,
-                                                         const uint16_t *w, float *sums) {
-    vec acc[TILE_ROWS > VECS ? TILE_ROWS : VECS][VECS];
+                                                         const uint16_t *w, float *sums, const int fetch) {
+    vec acc[NARROW_ROWS > VECS ? NARROW_ROWS : VECS][VECS];
     for (int r = 0; r < R; r++)
         for (int v = 0; v < NV; v++) acc[r][v] = VZERO();
     for (int k = 0; k < K; k++, w += GROUP) {
 #if PREFETCH_K
-        _mm_prefetch((const char *)(w + PREFETCH_K * GROUP), _MM_HINT_T0); /* the weights PREFETCH_K rows of k on */
-        if (NV * LANES > 32) _mm_prefetch((const char *)(w + PREFETCH_K * GROUP + 32), _MM_HINT_T0);
+        for (int line = 0; line < fetch; line++) { /* the weights some rows of k on (32 halves a line) */
+            if (R == 1) _mm_prefetch((const char *)(w + PREFETCH_K * GROUP + line * 32), _MM_HINT_T0);
+            else _mm_prefetch((const char *)(w + PREFETCH_ROWS_K * GROUP + line * 32), _MM_HINT_T1);
+        }
 #endif
         vec weights[VECS];
         for (int v = 0; v < NV; v++) weights[v] = VHALF(w + v * LANES);
@@ -98,29 +166,34 @@ static inline __attribute__((always_inline)) void tile(const float *x, const int
 }
 
 /* one group (GROUP columns) of one row: a one-token forward's, reading each weight once as one stream */
-static void one_row_group(const float *x, int K, const uint16_t *group, float *sums) { tile(x, 1, VECS, K, group, sums); }
-
-#define TILE_CASE(n) case n: tile(x, n, TILE_VECS, K, w, sums); break;
-/* TILE_COLS columns of rows (<= TILE_ROWS) rows, the row count a constant in each branch so that the compiler keeps
-   only the accumulators it uses */
-static void rows_tile(const float *x, int rows, int K, const uint16_t *w, float *sums) {
-    switch (rows) {
-    TILE_CASE(1) TILE_CASE(2) TILE_CASE(3) TILE_CASE(4) TILE_CASE(5) TILE_CASE(6)
-#if TILE_ROWS == 12
-    TILE_CASE(7) TILE_CASE(8) TILE_CASE(9) TILE_CASE(10) TILE_CASE(11) TILE_CASE(12)
-#endif
-    }
+static void one_row_group(const float *x, int K, const uint16_t *group, float *sums) {
+    tile(x, 1, VECS, K, group, sums, GROUP / 32);
 }
 
-/* sums[r][GROUP] = x[r] . W[group] for rows r < rows (<= TILE_ROWS) of x [rows][K]: one row as one stream, more rows
-   column tile by column tile (a whole group at once on AVX-512, a quarter on AVX2: the group's weights then come
-   from L1/L2 after the first) */
+/* the row count a constant in each branch, so that the compiler keeps only the accumulators it uses */
+#define WIDE(n) case n: tile(x, n, WIDE_VECS, K, w, sums, fetch); break;
+#define NARROW(n) case n: tile(x, n, NARROW_VECS, K, w, sums, fetch); break;
+static void wide_tile(const float *x, int rows, int K, const uint16_t *w, float *sums, int fetch) {
+    switch (rows) {
+    WIDE(1) WIDE(2) WIDE(3) WIDE(4) WIDE(5) WIDE(6)
+    }
+}
+static void narrow_tile(const float *x, int rows, int K, const uint16_t *w, float *sums, int fetch) {
+    switch (rows) { NARROW(7) NARROW(8) NARROW(9) NARROW(10) NARROW(11) NARROW(12) }
+}
+
+/* sums[r][GROUP] = x[r] . W[group] for rows r < rows (<= NARROW_ROWS) of x [rows][K]: one row as one stream, more
+   rows tile by tile across the group's columns, the first tile prefetching the whole group (later tiles find its
+   weights in the core's cache; a piece of half a group, each thread reading every other 64-byte line, streamed
+   1.5x slower) */
 static void group_rows(const float *x, int rows, int K, const uint16_t *group, float *sums) {
     if (rows == 1) {
         one_row_group(x, K, group, sums);
-        return;
+    } else if (rows <= WIDE_ROWS) {
+        for (int c = 0; c < GROUP; c += WIDE_VECS * LANES) wide_tile(x, rows, K, group + c, sums + c, c ? 0 : 2);
+    } else {
+        for (int c = 0; c < GROUP; c += NARROW_VECS * LANES) narrow_tile(x, rows, K, group + c, sums + c, c ? 0 : 2);
     }
-    for (int c = 0; c < GROUP; c += TILE_COLS) rows_tile(x, rows, K, group + c, sums + c);
 }
 
 enum { PLAIN = 0, RESIDUAL = 1, GATED = 2 };
@@ -133,34 +206,38 @@ typedef struct {
     int mode;
 } job_t;
 
-static float silu(float g) { return g / (1.0f + expf(-g)); } /* torch's CPU silu: x / (1 + exp(-x)) */
-
-/* output group j (GROUP outputs) of every row; the rows in blocks of at most TILE_ROWS, as even as they divide */
+/* output group j (GROUP outputs) of every row; the rows in blocks of at most NARROW_ROWS, as even as they divide */
 static void run_group(const void *context, int j, int thread) {
     (void)thread;
     const job_t *job = context;
-    float sums[TILE_ROWS * GROUP], up[TILE_ROWS * GROUP];
-    int n0 = j * GROUP;
+    float sums[NARROW_ROWS * GROUP], up[NARROW_ROWS * GROUP];
+    int width = GROUP, n0 = j * GROUP, N = job->N;
     int stride = job->mode == GATED ? 2 : 1;
-    const uint16_t *group = job->W + (size_t)j * stride * GROUP * job->K;
-    int blocks = (job->M + TILE_ROWS - 1) / TILE_ROWS;
+    const uint16_t *w = job->W + (size_t)j * stride * GROUP * job->K;
+    const float *bias = job->bias;
+    int blocks = (job->M + NARROW_ROWS - 1) / NARROW_ROWS;
     for (int m = 0, b = 0; m < job->M; b++) {
         int rows = (job->M - m + (blocks - b) - 1) / (blocks - b);
         const float *x = job->x + (size_t)m * job->K;
-        group_rows(x, rows, job->K, group, sums);
-        if (job->mode == GATED) group_rows(x, rows, job->K, group + (size_t)GROUP * job->K, up);
+        group_rows(x, rows, job->K, w, sums);
+        if (job->mode == GATED) group_rows(x, rows, job->K, w + (size_t)GROUP * job->K, up);
         for (int r = 0; r < rows; r++) {
-            float *y = job->y + (size_t)(m + r) * job->N + n0;
-            const float *s = sums + r * GROUP;
-            for (int i = 0; i < GROUP; i++) {
-                if (job->mode == GATED) {
-                    float gate = job->bias ? s[i] + job->bias[n0 + i] : s[i];
-                    float u = job->bias ? up[r * GROUP + i] + job->bias[job->N + n0 + i] : up[r * GROUP + i];
-                    y[i] = silu(gate) * u;
-                } else {
-                    float value = job->bias ? s[i] + job->bias[n0 + i] : s[i];
-                    y[i] = job->mode == RESIDUAL ? job->residual[(size_t)(m + r) * job->N + n0 + i] + value : value;
+            float *y = job->y + (size_t)(m + r) * N + n0;
+            const float *s = sums + r * GROUP, *u = up + r * GROUP;
+            if (job->mode == GATED) { /* silu(gate) * up, torch's CPU silu: g / (1 + e^-g) */
+                for (int i = 0; i < width; i += LANES) {
+                    vec gate = VLOAD(s + i), value = VLOAD(u + i);
+                    if (bias) gate = VADD(gate, VLOAD(bias + n0 + i)), value = VADD(value, VLOAD(bias + N + n0 + i));
+                    vec silu = VDIV(gate, VADD(VSET1(1.0f), vexp(VSUB(VZERO(), gate))));
+                    VSTORE(y + i, VMUL(silu, value));
                 }
+            } else if (job->mode == RESIDUAL) {
+                const float *residual = job->residual + (size_t)(m + r) * N + n0;
+                if (bias) for (int i = 0; i < width; i++) y[i] = residual[i] + (s[i] + bias[n0 + i]);
+                else for (int i = 0; i < width; i++) y[i] = residual[i] + s[i];
+            } else {
+                if (bias) for (int i = 0; i < width; i++) y[i] = s[i] + bias[n0 + i];
+                else memcpy(y, s, width * sizeof(float));
             }
         }
         m += rows;
@@ -318,14 +395,11 @@ static void sd_norm_qkv_rotary(const float *x, int M, int K, const float *norm_w
     }
 }
 
-/* a . b over n floats (n a multiple of LANES): LANES partial sums, then added lane by lane in order */
+/* a . b over n floats (n a multiple of LANES): LANES partial sums, then added as a fixed tree (VSUM) */
 static float dot(const float *a, const float *b, int n) {
     vec acc = VZERO();
     for (int i = 0; i < n; i += LANES) acc = VFMA(VLOAD(a + i), VLOAD(b + i), acc);
-    float lanes[LANES], total = 0.0f;
-    VSTORE(lanes, acc);
-    for (int l = 0; l < LANES; l++) total += lanes[l];
-    return total;
+    return VSUM(acc);
 }
 
 typedef struct {
@@ -343,9 +417,9 @@ static inline __attribute__((always_inline)) void weighted_sum(const int NV, con
                                                                  const unsigned char *row, float *o) {
     vec acc[4];
     for (int i = 0; i < NV; i++) acc[i] = VZERO();
-    for (int j = 0; j < seen; j++) {
+    for (int j = 0, n = 0; j < seen; j++) {
         if (row && !row[j]) continue;
-        vec weight = VSET1(scores[j] / total);
+        vec weight = VSET1(scores[n++] / total); /* scores: the seen positions' only, in order */
         const float *vj = v + (size_t)j * head_dim;
         for (int i = 0; i < NV; i++) acc[i] = VADD(acc[i], VMUL(weight, VLOAD(vj + i * LANES)));
     }
@@ -364,17 +438,23 @@ static void attend_piece(const void *context, int index, int thread) {
     int seen = a->visible ? length : a->start + m + 1;
     const unsigned char *row = a->visible ? a->visible + (size_t)m * length : NULL;
     float top = -INFINITY;
+    int n = 0; /* the positions it sees, in order: scores[0 .. n) (a tree's row sees its chain's positions, spaced) */
     for (int j = 0; j < seen; j++) {
         if (row && !row[j]) continue;
-        scores[j] = dot(query, k + (size_t)j * head_dim, head_dim) * a->scale;
-        if (scores[j] > top) top = scores[j];
+        scores[n] = dot(query, k + (size_t)j * head_dim, head_dim) * a->scale;
+        if (scores[n] > top) top = scores[n];
+        n++;
     }
-    float total = 0.0f;
-    for (int j = 0; j < seen; j++) {
-        if (row && !row[j]) continue;
-        scores[j] = expf(scores[j] - top);
-        total += scores[j];
+    exp_shifted(scores, n, top);
+    vec lanes = VZERO(); /* the sum lane by lane in order, then the lanes as a fixed tree */
+    int i = 0;
+    for (; i + LANES <= n; i += LANES) lanes = VADD(lanes, VLOAD(scores + i));
+    if (i < n) {
+        float padded[LANES] = {0};
+        memcpy(padded, scores + i, (n - i) * sizeof(float));
+        lanes = VADD(lanes, VLOAD(padded));
     }
+    float total = VSUM(lanes);
     float *o = a->out + ((size_t)m * a->heads + h) * head_dim;
     int d = 0;
     for (; d + 4 * LANES <= head_dim; d += 4 * LANES) weighted_sum(4, scores, total, v + d, head_dim, seen, row, o + d);
