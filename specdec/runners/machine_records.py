@@ -44,7 +44,7 @@ def model_shape(config) -> str:
 def tuning_key(config, device: torch.device) -> dict:
     return {"model": model_shape(config), "device": str(device), "cpu": cpu_model(), "torch": torch.__version__,
             "omp_wait_policy": describe_process().get("omp_wait_policy", os.environ.get("OMP_WAIT_POLICY", "default")),
-            "cores": available_cores(), "lab_kernels": native_kernels.available()}
+            "cores": available_cores(), "lab_kernels": native_kernels.build_id() or False}
 
 
 def available_cores() -> int:

@@ -83,6 +83,14 @@ def available() -> bool:
     return enabled() and library() is not None
 
 
+def build_id() -> str:
+    """'' where the kernels do not run here, else their build's name (the source, compiler command, target and CPU
+    hashed): measurements keyed by it (tuning.json) are taken again when the kernels change."""
+    if not available():
+        return ""
+    return library_path(compiler()).stem.rsplit("-", 1)[-1]
+
+
 def unavailable_reason() -> str:
     """'' where the kernels run here, else one line saying why not."""
     if not enabled():

@@ -78,7 +78,7 @@ def test_a_record_survives_the_cache_file_round_trip():
 
 @pytest.mark.parametrize("field, value", [("torch", "0.0.0"), ("cpu", "another CPU"), ("model", "other shape"),
                                           ("omp_wait_policy", "ACTIVE"), ("cores", 64),
-                                          ("lab_kernels", False)])
+                                          ("lab_kernels", False), ("lab_kernels", "another build")])
 def test_a_changed_key_is_measured_again(field, value):
     stored = record()
     tuning.store(stored)

@@ -395,11 +395,40 @@ static void sd_norm_qkv_rotary(const float *x, int M, int K, const float *norm_w
     }
 }
 
-/* a . b over n floats (n a multiple of LANES): LANES partial sums, then added as a fixed tree (VSUM) */
-static float dot(const float *a, const float *b, int n) {
-    vec acc = VZERO();
-    for (int i = 0; i < n; i += LANES) acc = VFMA(VLOAD(a + i), VLOAD(b + i), acc);
-    return VSUM(acc);
+/* r[i] = the sum of v[i]'s lanes, for LANES vectors at once: lanes added in pairs within 128-bit blocks, then the
+   blocks added, the same order for every i (so a score does not depend on where in a block its position sits) */
+static inline vec lane_sums(const vec *v) {
+#if defined(__AVX512F__)
+    __m512 s[8], t[4];
+    for (int i = 0; i < 8; i++)
+        s[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+    for (int i = 0; i < 4; i++)
+        t[i] = _mm512_add_ps(_mm512_shuffle_ps(s[2 * i], s[2 * i + 1], 0x44),
+                             _mm512_shuffle_ps(s[2 * i], s[2 * i + 1], 0xEE));
+    __m512 u0 = _mm512_add_ps(_mm512_shuffle_f32x4(t[0], t[1], 0x44), _mm512_shuffle_f32x4(t[0], t[1], 0xEE));
+    __m512 u1 = _mm512_add_ps(_mm512_shuffle_f32x4(t[2], t[3], 0x44), _mm512_shuffle_f32x4(t[2], t[3], 0xEE));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(u0, u1, 0x88), _mm512_shuffle_f32x4(u0, u1, 0xDD));
+#else
+    __m256 s[4], t[2];
+    for (int i = 0; i < 4; i++)
+        s[i] = _mm256_add_ps(_mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+    for (int i = 0; i < 2; i++)
+        t[i] = _mm256_add_ps(_mm256_shuffle_ps(s[2 * i], s[2 * i + 1], 0x44),
+                             _mm256_shuffle_ps(s[2 * i], s[2 * i + 1], 0xEE));
+    return _mm256_add_ps(_mm256_permute2f128_ps(t[0], t[1], 0x20), _mm256_permute2f128_ps(t[0], t[1], 0x31));
+#endif
+}
+
+/* r[i] = q . keys[i] over head_dim floats (a multiple of LANES) for LANES keys at once: each an FMA chain over
+   head_dim / LANES vectors, then its lanes summed (lane_sums) */
+static inline vec block_dots(const float *q, const float *const *keys, int head_dim) {
+    vec acc[LANES];
+    for (int i = 0; i < LANES; i++) acc[i] = VZERO();
+    for (int c = 0; c < head_dim; c += LANES) {
+        vec qc = VLOAD(q + c);
+        for (int i = 0; i < LANES; i++) acc[i] = VFMA(qc, VLOAD(keys[i] + c), acc[i]);
+    }
+    return lane_sums(acc);
 }
 
 typedef struct {
@@ -410,18 +439,18 @@ typedef struct {
     float *out;
 } attention_t;
 
-/* out[j's weighted sum] for one chunk of NV vectors of the head: o = ((0 + w0 v0) + w1 v1) + ..., each term a
-   product then a sum (no FMA), in position order, the accumulators held in registers */
-static inline __attribute__((always_inline)) void weighted_sum(const int NV, const float *scores, float total,
-                                                                 const float *v, int head_dim, int seen,
-                                                                 const unsigned char *row, float *o) {
+/* o = sum over the positions seen, in order, of p[n] v_j (one FMA a term), for one chunk of NV vectors of the head,
+   the accumulators held in registers; p: the softmax weights of the positions seen, in order */
+static inline __attribute__((always_inline)) void weighted_sum(const int NV, const float *p, const float *v,
+                                                                 int head_dim, int seen, const unsigned char *row,
+                                                                 float *o) {
     vec acc[4];
     for (int i = 0; i < NV; i++) acc[i] = VZERO();
     for (int j = 0, n = 0; j < seen; j++) {
         if (row && !row[j]) continue;
-        vec weight = VSET1(scores[n++] / total); /* scores: the seen positions' only, in order */
+        vec weight = VSET1(p[n++]);
         const float *vj = v + (size_t)j * head_dim;
-        for (int i = 0; i < NV; i++) acc[i] = VADD(acc[i], VMUL(weight, VLOAD(vj + i * LANES)));
+        for (int i = 0; i < NV; i++) acc[i] = VFMA(weight, VLOAD(vj + i * LANES), acc[i]);
     }
     for (int i = 0; i < NV; i++) VSTORE(o + i * LANES, acc[i]);
 }
@@ -437,13 +466,24 @@ static void attend_piece(const void *context, int index, int thread) {
     const float *v = a->values + (size_t)kv * a->cache_len * head_dim;
     int seen = a->visible ? length : a->start + m + 1;
     const unsigned char *row = a->visible ? a->visible + (size_t)m * length : NULL;
+    /* scores[0 .. n): the positions it sees, in order (a tree's row sees its chain's positions, spaced), LANES at a
+       time; a last, partial block repeats its first key and keeps only its own scores */
     float top = -INFINITY;
-    int n = 0; /* the positions it sees, in order: scores[0 .. n) (a tree's row sees its chain's positions, spaced) */
-    for (int j = 0; j < seen; j++) {
-        if (row && !row[j]) continue;
-        scores[n] = dot(query, k + (size_t)j * head_dim, head_dim) * a->scale;
-        if (scores[n] > top) top = scores[n];
-        n++;
+    int n = 0;
+    for (int j = 0; j < seen;) {
+        const float *block[LANES];
+        int count = 0;
+        for (; count < LANES && j < seen; j++)
+            if (!row || row[j]) block[count++] = k + (size_t)j * head_dim;
+        if (!count) break;
+        for (int i = count; i < LANES; i++) block[i] = block[0];
+        float found[LANES];
+        VSTORE(found, VMUL(block_dots(query, block, head_dim), VSET1(a->scale)));
+        for (int i = 0; i < count; i++) {
+            scores[n + i] = found[i];
+            if (found[i] > top) top = found[i];
+        }
+        n += count;
     }
     exp_shifted(scores, n, top);
     vec lanes = VZERO(); /* the sum lane by lane in order, then the lanes as a fixed tree */
@@ -455,10 +495,12 @@ static void attend_piece(const void *context, int index, int thread) {
         lanes = VADD(lanes, VLOAD(padded));
     }
     float total = VSUM(lanes);
+    for (i = 0; i + LANES <= n; i += LANES) VSTORE(scores + i, VDIV(VLOAD(scores + i), VSET1(total)));
+    for (; i < n; i++) scores[i] /= total; /* the same quotient as a vector lane's */
     float *o = a->out + ((size_t)m * a->heads + h) * head_dim;
     int d = 0;
-    for (; d + 4 * LANES <= head_dim; d += 4 * LANES) weighted_sum(4, scores, total, v + d, head_dim, seen, row, o + d);
-    for (; d < head_dim; d += LANES) weighted_sum(1, scores, total, v + d, head_dim, seen, row, o + d);
+    for (; d + 4 * LANES <= head_dim; d += 4 * LANES) weighted_sum(4, scores, v + d, head_dim, seen, row, o + d);
+    for (; d < head_dim; d += LANES) weighted_sum(1, scores, v + d, head_dim, seen, row, o + d);
 }
 
 /* Attention of M new rows over the cache, each row and head alone (so a row's result does not depend on the rows
