@@ -162,9 +162,10 @@ def _declare(lib):
     pointer, integer, real = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
     lib.sd_linear.argtypes = [pointer, integer, integer, pointer, pointer, integer, pointer, pointer, integer]
     lib.sd_attention.argtypes = [pointer, integer, integer, integer, integer, pointer, pointer, integer, integer,
-                                 pointer, real, pointer, pointer]
+                                 pointer, real, pointer]
+    lib.sd_attention.restype = integer
     lib.sd_exp.argtypes = [pointer, integer, pointer]
-    for name in ("sd_linear", "sd_attention", "sd_exp"):
+    for name in ("sd_linear", "sd_exp"):
         getattr(lib, name).restype = None
     lib.sd_layers.argtypes = [ctypes.POINTER(Layer), integer, ctypes.POINTER(Shape), pointer, integer, integer,
                               pointer, pointer, pointer, ctypes.POINTER(ctypes.c_void_p), integer]

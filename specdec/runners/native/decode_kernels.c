@@ -435,56 +435,56 @@ typedef struct {
     const float *q; int M, heads, kv_heads, head_dim;
     const float *keys, *values; int cache_len, start;
     const unsigned char *visible; float scale;
-    float *scores;                     /* [threads][start + M]: one scratch row per thread */
+    float *scores;                     /* [threads][heads / kv_heads][start + M + LANES]: scratch rows per thread */
     float *out;
 } attention_t;
 
-/* o = sum over the positions seen, in order, of p[n] v_j (one FMA a term), for one chunk of NV vectors of the head,
-   the accumulators held in registers; p: the softmax weights of the positions seen, in order */
-static inline __attribute__((always_inline)) void weighted_sum(const int NV, const float *p, const float *v,
-                                                                 int head_dim, int seen, const unsigned char *row,
-                                                                 float *o) {
-    vec acc[4];
-    for (int i = 0; i < NV; i++) acc[i] = VZERO();
+#define HEADS_AT_ONCE 3 /* query heads whose weighted sums share each value vector read (3 x 4 accumulators) */
+
+/* o[h] = sum over the positions seen, in order, of p[h][n] v_j (one FMA a term) for H heads of one group, one chunk
+   of NV vectors of the head: each value vector read once for all H heads, the accumulators held in registers;
+   p[h]: head h's softmax weights of the positions seen, in order */
+static inline __attribute__((always_inline)) void weighted_sums(const int NV, const int H, float *const *p,
+                                                                  const float *v, int head_dim, int seen,
+                                                                  const unsigned char *row, float *const *o) {
+    vec acc[HEADS_AT_ONCE][4];
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < NV; i++) acc[h][i] = VZERO();
     for (int j = 0, n = 0; j < seen; j++) {
         if (row && !row[j]) continue;
-        vec weight = VSET1(p[n++]);
         const float *vj = v + (size_t)j * head_dim;
-        for (int i = 0; i < NV; i++) acc[i] = VFMA(weight, VLOAD(vj + i * LANES), acc[i]);
+        for (int i = 0; i < NV; i++) {
+            vec values = VLOAD(vj + i * LANES);
+            for (int h = 0; h < H; h++) acc[h][i] = VFMA(VSET1(p[h][n]), values, acc[h][i]);
+        }
+        n++;
     }
-    for (int i = 0; i < NV; i++) VSTORE(o + i * LANES, acc[i]);
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < NV; i++) VSTORE(o[h] + i * LANES, acc[h][i]);
 }
 
-/* piece index = row m * heads + head h: softmax(q . k * scale) . v for that row and head alone */
-static void attend_piece(const void *context, int index, int thread) {
-    const attention_t *a = context;
-    int m = index / a->heads, h = index % a->heads, head_dim = a->head_dim;
-    int length = a->start + a->M, kv = h / (a->heads / a->kv_heads);
-    float *scores = a->scores + (size_t)thread * length;
-    const float *query = a->q + ((size_t)m * a->heads + h) * head_dim;
-    const float *k = a->keys + (size_t)kv * a->cache_len * head_dim;
-    const float *v = a->values + (size_t)kv * a->cache_len * head_dim;
-    int seen = a->visible ? length : a->start + m + 1;
-    const unsigned char *row = a->visible ? a->visible + (size_t)m * length : NULL;
-    /* scores[0 .. n): the positions it sees, in order (a tree's row sees its chain's positions, spaced), LANES at a
-       time; a last, partial block repeats its first key and keeps only its own scores */
-    float top = -INFINITY;
-    int n = 0;
-    for (int j = 0; j < seen;) {
-        const float *block[LANES];
-        int count = 0;
-        for (; count < LANES && j < seen; j++)
-            if (!row || row[j]) block[count++] = k + (size_t)j * head_dim;
-        if (!count) break;
-        for (int i = count; i < LANES; i++) block[i] = block[0];
-        float found[LANES];
-        VSTORE(found, VMUL(block_dots(query, block, head_dim), VSET1(a->scale)));
-        for (int i = 0; i < count; i++) {
-            scores[n + i] = found[i];
-            if (found[i] > top) top = found[i];
+/* the head count a constant in each branch (registers for only the accumulators used) */
+static void group_weighted_sums(int H, float *const *p, const float *v, int head_dim, int seen,
+                                const unsigned char *row, float *const *o) {
+    for (int d = 0; d < head_dim;) {
+        float *chunk[HEADS_AT_ONCE];
+        for (int h = 0; h < H; h++) chunk[h] = o[h] + d;
+        int four = d + 4 * LANES <= head_dim;
+        const float *vd = v + d;
+        switch (H * 2 + four) {
+        case 2: weighted_sums(1, 1, p, vd, head_dim, seen, row, chunk); break;
+        case 3: weighted_sums(4, 1, p, vd, head_dim, seen, row, chunk); break;
+        case 4: weighted_sums(1, 2, p, vd, head_dim, seen, row, chunk); break;
+        case 5: weighted_sums(4, 2, p, vd, head_dim, seen, row, chunk); break;
+        case 6: weighted_sums(1, 3, p, vd, head_dim, seen, row, chunk); break;
+        case 7: weighted_sums(4, 3, p, vd, head_dim, seen, row, chunk); break;
         }
-        n += count;
+        d += four ? 4 * LANES : LANES;
     }
+}
+
+/* scores[0 .. n) = e^(s - top) / sum over the n of them, for s the scores of the positions seen (in order) */
+static void softmax(float *scores, int n, float top) {
     exp_shifted(scores, n, top);
     vec lanes = VZERO(); /* the sum lane by lane in order, then the lanes as a fixed tree */
     int i = 0;
@@ -497,29 +497,80 @@ static void attend_piece(const void *context, int index, int thread) {
     float total = VSUM(lanes);
     for (i = 0; i + LANES <= n; i += LANES) VSTORE(scores + i, VDIV(VLOAD(scores + i), VSET1(total)));
     for (; i < n; i++) scores[i] /= total; /* the same quotient as a vector lane's */
-    float *o = a->out + ((size_t)m * a->heads + h) * head_dim;
-    int d = 0;
-    for (; d + 4 * LANES <= head_dim; d += 4 * LANES) weighted_sum(4, scores, v + d, head_dim, seen, row, o + d);
-    for (; d < head_dim; d += LANES) weighted_sum(1, scores, v + d, head_dim, seen, row, o + d);
+}
+
+/* piece index = row m * kv_heads + group g: softmax(q . k * scale) . v for that row and each query head of the group
+   alone (the same arithmetic as a head by itself), the group's keys and values read once for all its heads */
+static void attend_piece(const void *context, int index, int thread) {
+    const attention_t *a = context;
+    int m = index / a->kv_heads, g = index % a->kv_heads, head_dim = a->head_dim, G = a->heads / a->kv_heads;
+    int length = a->start + a->M, stride = length + LANES;
+    float *scores = a->scores + (size_t)thread * G * stride;
+    const float *k = a->keys + (size_t)g * a->cache_len * head_dim;
+    const float *v = a->values + (size_t)g * a->cache_len * head_dim;
+    const float *queries = a->q + ((size_t)m * a->heads + (size_t)g * G) * head_dim; /* [G][head_dim] */
+    int seen = a->visible ? length : a->start + m + 1;
+    const unsigned char *row = a->visible ? a->visible + (size_t)m * length : NULL;
+    /* scores[h][0 .. n): the positions it sees, in order (a tree's row sees its chain's positions, spaced), LANES at
+       a time; a last, partial block repeats its first key, so its extra scores (written past n) repeat a real one */
+    vec tops[G]; /* each head's largest score so far, lane by lane */
+    for (int h = 0; h < G; h++) tops[h] = VSET1(-INFINITY);
+    int n = 0;
+    for (int j = 0; j < seen;) {
+        const float *block[LANES];
+        int count = 0;
+        for (; count < LANES && j < seen; j++)
+            if (!row || row[j]) block[count++] = k + (size_t)j * head_dim;
+        if (!count) break;
+        for (int i = count; i < LANES; i++) block[i] = block[0];
+        for (int h = 0; h < G; h++) { /* the block's keys stay in L1 for the group's next heads */
+            vec found = VMUL(block_dots(queries + (size_t)h * head_dim, block, head_dim), VSET1(a->scale));
+            VSTORE(scores + (size_t)h * stride + n, found);
+            tops[h] = VMAX(tops[h], found);
+        }
+        n += count;
+    }
+    for (int h = 0; h < G; h++) {
+        float lanes[LANES], top = -INFINITY;
+        VSTORE(lanes, tops[h]);
+        for (int i = 0; i < LANES; i++) top = lanes[i] > top ? lanes[i] : top;
+        softmax(scores + (size_t)h * stride, n, top);
+    }
+    for (int h0 = 0; h0 < G; h0 += HEADS_AT_ONCE) {
+        int H = G - h0 < HEADS_AT_ONCE ? G - h0 : HEADS_AT_ONCE;
+        float *p[HEADS_AT_ONCE], *o[HEADS_AT_ONCE];
+        for (int h = 0; h < H; h++) {
+            p[h] = scores + (size_t)(h0 + h) * stride;
+            o[h] = a->out + ((size_t)m * a->heads + (size_t)g * G + h0 + h) * head_dim;
+        }
+        group_weighted_sums(H, p, v, head_dim, seen, row, o);
+    }
 }
 
 /* Attention of M new rows over the cache, each row and head alone (so a row's result does not depend on the rows
    beside it, nor on the thread that computes it): q [M][heads * head_dim]; keys, values [kv_heads][cache_len]
    [head_dim] holding positions 0 .. start + M - 1; row m sees positions 0 .. start + m (visible == NULL) or those
    where visible[m][j] != 0 ([M][start + M], a tree); softmax(q . k * scale) . v -> out [M][heads * head_dim];
-   scores: scratch of threads * (start + M) floats. */
+   scores: scratch of attention_scratch(...) floats. */
+static size_t attention_scratch(int M, int heads, int kv_heads, int start, int threads) {
+    return (size_t)threads * (heads / kv_heads) * (start + M + LANES);
+}
+
 static void attention(const float *q, int M, int heads, int kv_heads, int head_dim, const float *keys,
                       const float *values, int cache_len, int start, const unsigned char *visible, float scale,
                       float *scores, float *out, int threads) {
     attention_t task = {q, M, heads, kv_heads, head_dim, keys, values, cache_len, start, visible, scale, scores, out};
-    run_pieces(attend_piece, &task, M * heads, threads);
+    run_pieces(attend_piece, &task, M * kv_heads, threads);
 }
 
-/* attention on the calling thread; scores: scratch of start + M floats */
-void sd_attention(const float *q, int M, int heads, int kv_heads, int head_dim, const float *keys,
-                  const float *values, int cache_len, int start, const unsigned char *visible, float scale,
-                  float *scores, float *out) {
+/* attention on the calling thread (its scratch its own); 0 on success, -1 when out of memory */
+int sd_attention(const float *q, int M, int heads, int kv_heads, int head_dim, const float *keys,
+                 const float *values, int cache_len, int start, const unsigned char *visible, float scale, float *out) {
+    float *scores = malloc(attention_scratch(M, heads, kv_heads, start, 1) * sizeof(float));
+    if (!scores) return -1;
     attention(q, M, heads, kv_heads, head_dim, keys, values, cache_len, start, visible, scale, scores, out, 1);
+    free(scores);
+    return 0;
 }
 
 /* --- a whole forward's decoder layers in one call ----------------------------------------------------------------- */
@@ -546,7 +597,7 @@ int sd_layers(const layer_t *layers, int n_layers, const shape_t *shape, float *
     float *normed = malloc(rows * d * sizeof(float)), *qkv = malloc(rows * (nq + 2 * nkv) * sizeof(float));
     float *q = malloc(rows * nq * sizeof(float)), *attended = malloc(rows * nq * sizeof(float));
     float *after = malloc(rows * d * sizeof(float)), *gated = malloc(rows * shape->inner * sizeof(float));
-    float *scores = malloc((size_t)2 * (start + M) * sizeof(float)); /* a row per thread */
+    float *scores = malloc(attention_scratch(M, shape->heads, shape->kv_heads, start, 2) * sizeof(float));
     int status = normed && qkv && q && attended && after && gated && scores ? 0 : -1;
     for (int i = 0; status == 0 && i < n_layers; i++) {
         const layer_t *w = layers + i;
