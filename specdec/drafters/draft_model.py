@@ -120,8 +120,9 @@ class SharedLlama:
     """What ModelDrafter needs (name, param_bytes, new_runner) for a LlamaForCausalLM that shares the
     target's tensors; param_bytes counts only the modules this drafter adds."""
 
-    def __init__(self, name: str, model, own_modules: list[nn.Module], tokenizer=None):
+    def __init__(self, name: str, model, own_modules: list[nn.Module], tokenizer=None, kernels: str = "torch"):
         self.name, self.model, self.own_modules, self.tokenizer = name, model, own_modules, tokenizer
+        self.kernels = kernels  # the target's measured CPU kernels ("torch" or "lab"), which the shared layers run on
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
 
@@ -135,7 +136,7 @@ class SharedLlama:
     def new_runner(self, vocab_limit: int, max_length: int, keep_hidden: bool = False):
         from specdec.runners.selection import select
 
-        return select(self.model, vocab_limit, max_length, keep_hidden, name=self.name)
+        return select(self.model, vocab_limit, max_length, keep_hidden, name=self.name, kernels=self.kernels)
 
 
 def shared_llama(target_model, layers: list[nn.Module], head: nn.Module | None = None):
@@ -176,7 +177,8 @@ def vocab_drafter(drafter: type, target, name: str, description: str, layers: li
     ids = vocab_ids(tensors["draft_vocab"], target.real_vocab_size) if "draft_vocab" in tensors else None
     head = head_rows_module(target.model, ids, next(target.model.parameters()).dtype) if ids is not None else None
     model = shared_llama(target.model, layers, head)
-    built = drafter(SharedLlama(name, model, own + ([head] if head is not None else []), target.tokenizer),
+    built = drafter(SharedLlama(name, model, own + ([head] if head is not None else []), target.tokenizer,
+                                getattr(target, "kernels", "torch")),
                     target.real_vocab_size, ids)
     built.description = description
     return built

@@ -43,13 +43,17 @@ class PackedLayer(NamedTuple):
 class PackedModel(NamedTuple):
     layers: list
     head: torch.Tensor  # [V / GROUP, d, GROUP]
-    nbytes: int
+    nbytes: int  # the packed copies this model added (layers another model packed first are shared, not counted)
 
 
 _PACKED: "weakref.WeakKeyDictionary[torch.nn.Module, PackedModel]" = weakref.WeakKeyDictionary()
 
 
 _FITS: "weakref.WeakKeyDictionary[torch.nn.Module, str]" = weakref.WeakKeyDictionary()
+
+# each decoder layer's packed weights, shared by every model that holds the layer (a drafter running the target's first
+# layers, as early exit does, reads the target's packed copies rather than making its own)
+_PACKED_LAYERS: "weakref.WeakKeyDictionary[torch.nn.Module, PackedLayer]" = weakref.WeakKeyDictionary()
 
 
 def fits(model) -> str:
@@ -85,17 +89,28 @@ def packed_model(model) -> PackedModel:
     """The model's packed weights, made once per model and shared by all its runners."""
     known = _PACKED.get(model)
     if known is None:
-        layers = [_pack_layer(layer) for layer in model.model.layers]
+        made = [layer for layer in model.model.layers if layer not in _PACKED_LAYERS]  # the copies this model adds
+        layers = [_packed_layer(layer) for layer in model.model.layers]
         head = native_kernels.pack(model.lm_head.weight)
-        tensors = [head] + [t for layer in layers for t in (layer.qkv, layer.o, layer.gated, layer.down)]
+        tensors = [head] + [t for layer in made for t in (_PACKED_LAYERS[layer].qkv, _PACKED_LAYERS[layer].o,
+                                                          _PACKED_LAYERS[layer].gated, _PACKED_LAYERS[layer].down)]
         known = _PACKED[model] = PackedModel(layers, head, sum(t.numel() * t.element_size() for t in tensors))
         packed_weights.remember_module_copy(model, known.nbytes, KIND)
     return known
 
 
+def _packed_layer(layer) -> PackedLayer:
+    known = _PACKED_LAYERS.get(layer)
+    if known is None:
+        known = _PACKED_LAYERS[layer] = _pack_layer(layer)
+    return known
+
+
 def forget(model) -> None:
-    """Drop the model's packed weights (made again by the next runner)."""
-    _PACKED.pop(model, None)
+    """Drop the model's packed weights, its layers' included (made again by the next runner)."""
+    if _PACKED.pop(model, None) is not None:
+        for layer in model.model.layers:
+            _PACKED_LAYERS.pop(layer, None)
     packed_weights.forget_module_copy(model)
 
 
