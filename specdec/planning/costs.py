@@ -28,8 +28,9 @@ from specdec.planning.choice import CARD_K, DrafterCosts
 from specdec.runners import machine_records
 
 FILE_NAME = "auto_costs.json"
-FORMAT = 3  # bumped when the probe changes: older records are measured again (3: the plain step from
-# target-only runs, not from K = 0 steps with the drafter loaded)
+FORMAT = 4  # bumped when the probe or what it measures changes: older records are measured again (3: the plain
+# step from target-only runs, not from K = 0 steps with the drafter loaded; 4: drafters sharing the target's tensors
+# run on the target's kernels)
 ROUNDS = 5  # cycles of every K; the first warms up
 PROBE_TEXT = "Explain how a bicycle works, step by step."
 
