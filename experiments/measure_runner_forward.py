@@ -1,7 +1,12 @@
 """Time of one target forward by the number of new tokens it scores (a chain of K scores K + 1; a tree of N
 nodes scores N + 1), through the runner the engine uses, after a 200-token prefix, beside its roofline.
 
-    python experiments/measure_runner_forward.py [--target smollm2-135m-instruct] [--dtype auto] [--tokens 1,2,5,9,13,17] [--repeats 15]
+    python experiments/measure_runner_forward.py [--target smollm2-135m-instruct] [--dtype auto] [--tokens 1,2,5,9,13,17] [--repeats 15] [--between-mb 64]
+
+--between-mb N reads N MB of other memory before each timed forward, as a speculative step's drafting does between
+two target forwards: back to back (the default, 0), a small model's weights stay partly in a large L3 cache (300 MiB on
+the AMX Xeon) and the one-token forward runs faster than the memory allows; in a speculative step they come back from
+memory, and the ratios change (docs/benchmarks.md).
 
 The row counts take turns within each repeat (a drift in the machine's speed meets them all alike). Prints, per
 row count: the median milliseconds per forward with the spread of the repeats (min-max), the ratio to
@@ -83,6 +88,7 @@ def main() -> None:
     parser.add_argument("--tokens", default="1,2,5,9,13,17")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--between-mb", type=int, default=0, help="MB of other memory read before each forward")
     args = parser.parse_args()
     torch.set_num_threads(min(2, torch.get_num_threads()))
     counts = sorted({1, torch.get_num_threads()})
@@ -94,11 +100,14 @@ def main() -> None:
     runner = target.new_runner(target.real_vocab_size, 512)
     runner.prefill(list(range(100, 100 + PREFIX)))
     prefix = runner.length
+    between = torch.ones(args.between_mb * 2 ** 20 // 4) if args.between_mb else None
     counts = [int(t) for t in args.tokens.split(",")]
     times = {n: [] for n in counts}
     for repeat in range(args.repeats + 1):  # the row counts interleaved, so a drift in the machine's speed meets all
         for n in counts:
             runner.rollback(prefix)
+            if between is not None:
+                between.sum()  # another model's weights through the caches, as drafting between two forwards
             start = time.perf_counter()
             with threads_for_step(target.device):  # as a decoding step runs it
                 runner.forward(list(range(1000, 1000 + n)))
@@ -117,7 +126,8 @@ def main() -> None:
               f"  {count:7d}  | {bandwidth_ms:12.1f}  {compute_ms:10.1f}  {floor:8.1f}"
               f"  {1000 * medians[n] / floor:12.2f}", flush=True)
     print(f"runner: {target.runner_kind}, {target.dtype}, torch {torch.__version__}; the thread count per row count "
-          f"is the forward's own (the measured choice per row count, else the step's)")
+          f"is the forward's own (the measured choice per row count, else the step's); "
+          f"{args.between_mb} MB of other memory read before each forward")
 
 
 if __name__ == "__main__":
