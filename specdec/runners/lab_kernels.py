@@ -89,11 +89,11 @@ def packed_model(model) -> PackedModel:
     """The model's packed weights, made once per model and shared by all its runners."""
     known = _PACKED.get(model)
     if known is None:
-        made = [layer for layer in model.model.layers if layer not in _PACKED_LAYERS]  # the copies this model adds
+        made = [layer not in _PACKED_LAYERS for layer in model.model.layers]  # the layers this model packs first
         layers = [_packed_layer(layer) for layer in model.model.layers]
         head = native_kernels.pack(model.lm_head.weight)
-        tensors = [head] + [t for layer in made for t in (_PACKED_LAYERS[layer].qkv, _PACKED_LAYERS[layer].o,
-                                                          _PACKED_LAYERS[layer].gated, _PACKED_LAYERS[layer].down)]
+        tensors = [head] + [t for layer, new in zip(layers, made) if new for t in (layer.qkv, layer.o, layer.gated,
+                                                                                   layer.down)]
         known = _PACKED[model] = PackedModel(layers, head, sum(t.numel() * t.element_size() for t in tensors))
         packed_weights.remember_module_copy(model, known.nbytes, KIND)
     return known

@@ -96,8 +96,8 @@ static inline float VSUM(__m256 v) { /* the lanes' sum as a fixed tree: halves, 
                          keeps too few reads in flight to stream at the memory's rate (0: none) */
 #endif
 #define PREFETCH_ROWS_K 64 /* a multi-row tile's prefetch distance (8 KiB), into L2: a row of k takes it several times
-                              as long, and 2 KiB ahead left the weights arriving late (12-15% slower products at 5
-                              and 9 rows) */
+                              as long, and 2 KiB ahead left the weights arriving late (docs/engine.md, "Lab kernels") */
+#define GROUP_LINES (GROUP / 32) /* 64-byte lines in one row of k of a group (32 halves a line) */
 
 /* e^x lane by lane, within 2 units in the last place of float32's exp (Cephes' expf: x = n ln 2 + r, a degree-5
    polynomial in r, times 2^n), the same bits on every lane and every call; torch's CPU softmax and SiLU use a
@@ -118,16 +118,22 @@ static inline vec vexp(vec x) {
     return VMUL(y, VPOW2(n));
 }
 
+/* the count (< LANES) floats at p in a vector, the other lanes 0 */
+static inline vec load_padded(const float *p, int count) {
+    float padded[LANES] = {0};
+    memcpy(padded, p, count * sizeof(float));
+    return VLOAD(padded);
+}
+
 /* values[i] = e^(values[i] - shift) for i < n, LANES at a time (the last few through a padded vector, so each value
    gets the same bits wherever it sits) */
 static void exp_shifted(float *values, int n, float shift) {
     int i = 0;
     for (; i + LANES <= n; i += LANES) VSTORE(values + i, vexp(VSUB(VLOAD(values + i), VSET1(shift))));
     if (i < n) {
-        float padded[LANES] = {0};
-        memcpy(padded, values + i, (n - i) * sizeof(float));
-        VSTORE(padded, vexp(VSUB(VLOAD(padded), VSET1(shift))));
-        memcpy(values + i, padded, (n - i) * sizeof(float));
+        float done[LANES];
+        VSTORE(done, vexp(VSUB(load_padded(values + i, n - i), VSET1(shift))));
+        memcpy(values + i, done, (n - i) * sizeof(float));
     }
 }
 
@@ -167,7 +173,7 @@ static inline __attribute__((always_inline)) void tile(const float *x, const int
 
 /* one group (GROUP columns) of one row: a one-token forward's, reading each weight once as one stream */
 static void one_row_group(const float *x, int K, const uint16_t *group, float *sums) {
-    tile(x, 1, VECS, K, group, sums, GROUP / 32);
+    tile(x, 1, VECS, K, group, sums, GROUP_LINES);
 }
 
 /* the row count a constant in each branch, so that the compiler keeps only the accumulators it uses */
@@ -175,7 +181,7 @@ static void one_row_group(const float *x, int K, const uint16_t *group, float *s
 #define NARROW(n) case n: tile(x, n, NARROW_VECS, K, w, sums, fetch); break;
 static void wide_tile(const float *x, int rows, int K, const uint16_t *w, float *sums, int fetch) {
     switch (rows) {
-    WIDE(1) WIDE(2) WIDE(3) WIDE(4) WIDE(5) WIDE(6)
+    WIDE(2) WIDE(3) WIDE(4) WIDE(5) WIDE(6)
     }
 }
 static void narrow_tile(const float *x, int rows, int K, const uint16_t *w, float *sums, int fetch) {
@@ -184,15 +190,15 @@ static void narrow_tile(const float *x, int rows, int K, const uint16_t *w, floa
 
 /* sums[r][GROUP] = x[r] . W[group] for rows r < rows (<= NARROW_ROWS) of x [rows][K]: one row as one stream, more
    rows tile by tile across the group's columns, the first tile prefetching the whole group (later tiles find its
-   weights in the core's cache; a piece of half a group, each thread reading every other 64-byte line, streamed
-   1.5x slower) */
+   weights in the core's cache; pieces of half a group, each thread reading every other 64-byte line, streamed
+   slower: docs/engine.md, "Lab kernels") */
 static void group_rows(const float *x, int rows, int K, const uint16_t *group, float *sums) {
     if (rows == 1) {
         one_row_group(x, K, group, sums);
     } else if (rows <= WIDE_ROWS) {
-        for (int c = 0; c < GROUP; c += WIDE_VECS * LANES) wide_tile(x, rows, K, group + c, sums + c, c ? 0 : 2);
+        for (int c = 0; c < GROUP; c += WIDE_VECS * LANES) wide_tile(x, rows, K, group + c, sums + c, c ? 0 : GROUP_LINES);
     } else {
-        for (int c = 0; c < GROUP; c += NARROW_VECS * LANES) narrow_tile(x, rows, K, group + c, sums + c, c ? 0 : 2);
+        for (int c = 0; c < GROUP; c += NARROW_VECS * LANES) narrow_tile(x, rows, K, group + c, sums + c, c ? 0 : GROUP_LINES);
     }
 }
 
@@ -211,7 +217,7 @@ static void run_group(const void *context, int j, int thread) {
     (void)thread;
     const job_t *job = context;
     float sums[NARROW_ROWS * GROUP], up[NARROW_ROWS * GROUP];
-    int width = GROUP, n0 = j * GROUP, N = job->N;
+    int n0 = j * GROUP, N = job->N;
     int stride = job->mode == GATED ? 2 : 1;
     const uint16_t *w = job->W + (size_t)j * stride * GROUP * job->K;
     const float *bias = job->bias;
@@ -225,7 +231,7 @@ static void run_group(const void *context, int j, int thread) {
             float *y = job->y + (size_t)(m + r) * N + n0;
             const float *s = sums + r * GROUP, *u = up + r * GROUP;
             if (job->mode == GATED) { /* silu(gate) * up, torch's CPU silu: g / (1 + e^-g) */
-                for (int i = 0; i < width; i += LANES) {
+                for (int i = 0; i < GROUP; i += LANES) {
                     vec gate = VLOAD(s + i), value = VLOAD(u + i);
                     if (bias) gate = VADD(gate, VLOAD(bias + n0 + i)), value = VADD(value, VLOAD(bias + N + n0 + i));
                     vec silu = VDIV(gate, VADD(VSET1(1.0f), vexp(VSUB(VZERO(), gate))));
@@ -233,11 +239,11 @@ static void run_group(const void *context, int j, int thread) {
                 }
             } else if (job->mode == RESIDUAL) {
                 const float *residual = job->residual + (size_t)(m + r) * N + n0;
-                if (bias) for (int i = 0; i < width; i++) y[i] = residual[i] + (s[i] + bias[n0 + i]);
-                else for (int i = 0; i < width; i++) y[i] = residual[i] + s[i];
+                if (bias) for (int i = 0; i < GROUP; i++) y[i] = residual[i] + (s[i] + bias[n0 + i]);
+                else for (int i = 0; i < GROUP; i++) y[i] = residual[i] + s[i];
             } else {
-                if (bias) for (int i = 0; i < width; i++) y[i] = s[i] + bias[n0 + i];
-                else memcpy(y, s, width * sizeof(float));
+                if (bias) for (int i = 0; i < GROUP; i++) y[i] = s[i] + bias[n0 + i];
+                else memcpy(y, s, GROUP * sizeof(float));
             }
         }
         m += rows;
@@ -489,11 +495,7 @@ static void softmax(float *scores, int n, float top) {
     vec lanes = VZERO(); /* the sum lane by lane in order, then the lanes as a fixed tree */
     int i = 0;
     for (; i + LANES <= n; i += LANES) lanes = VADD(lanes, VLOAD(scores + i));
-    if (i < n) {
-        float padded[LANES] = {0};
-        memcpy(padded, scores + i, (n - i) * sizeof(float));
-        lanes = VADD(lanes, VLOAD(padded));
-    }
+    if (i < n) lanes = VADD(lanes, load_padded(scores + i, n - i));
     float total = VSUM(lanes);
     for (i = 0; i + LANES <= n; i += LANES) VSTORE(scores + i, VDIV(VLOAD(scores + i), VSET1(total)));
     for (; i < n; i++) scores[i] /= total; /* the same quotient as a vector lane's */
