@@ -150,6 +150,9 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in [
     Variable("SPECDEC_CACHE", PATH, None, "the folder the lab writes to: fetched models, built kernels, tuning "
              "records, the vLLM venv, the app's shared results", "specdec/paths.py",
              "`/data/specdec` on a Space with persistent storage, else `~/.cache/specdec`"),
+    Variable("SPECDEC_RECORDS", PATH, None, "the folder of this machine's measurement records (`tuning.json`, "
+             "`auto_costs.json`); the test suite sets it to a temporary folder", "specdec/runners/machine_records.py",
+             "the cache folder"),
     Variable("SPECDEC_STEP_THREADS", THREAD_COUNT, None, "the thread count of every CPU decoding step and forward; "
              "wins over a model's measured count and over `bench --threads`", "specdec/runners/threads.py",
              "unset: a model's measured count, else 1 under `OMP_WAIT_POLICY=PASSIVE`, else torch's"),

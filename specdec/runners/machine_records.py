@@ -1,5 +1,5 @@
 """The machine key and the measurement records kept per key: what a measurement on this machine is valid for,
-and the JSON files (in the cache folder, SPECDEC_CACHE) that keep it across processes.
+and the JSON files (in the cache folder, SPECDEC_CACHE, or SPECDEC_RECORDS) that keep it across processes.
 
 A key names what decides a forward's speed here: the model's shape, the device, the CPU model and the vector
 extensions that pick its kernels, the torch version, the OpenMP wait policy in force, the cores and whether the
@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
+from specdec import config
 from specdec.paths import cache_dir
 from specdec.runners import native_kernels, packed_weights
 from specdec.serving.process import describe_process
@@ -61,7 +62,10 @@ def key_text(key: dict) -> str:
 # --- the record files ----------------------------------------------------------------------------------------
 
 def records_file(name: str) -> Path:
-    return cache_dir() / name
+    """The record file in SPECDEC_RECORDS, else in the cache folder. The test suite sets SPECDEC_RECORDS to a
+    folder of its own: what it measures while its workers share the cores is no measure of this machine."""
+    folder = config.get("SPECDEC_RECORDS")
+    return (folder if folder is not None else cache_dir()) / name
 
 
 def read_records(name: str, fmt: int) -> dict:

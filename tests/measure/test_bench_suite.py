@@ -9,6 +9,7 @@ import pytest
 @pytest.fixture(autouse=True)
 def own_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SPECDEC_RECORDS", raising=False)  # the records in this cache
 
 
 def run_suite(capsys, tmp_path, drafts: str, *more: str) -> tuple[list[str], dict]:

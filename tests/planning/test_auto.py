@@ -32,6 +32,7 @@ def chain(name, c=0.1, v=None, ks=range(1, 9)):
 @pytest.fixture(autouse=True)
 def own_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SPECDEC_RECORDS", raising=False)  # the records in this cache
     auto_costs._MEMORY.clear()
 
 

@@ -18,6 +18,7 @@ CPU = torch.device("cpu")
 @pytest.fixture(autouse=True)
 def own_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SPECDEC_RECORDS", raising=False)  # the records in this cache
     monkeypatch.delenv("SPECDEC_STEP_THREADS", raising=False)
     monkeypatch.delenv("SPECDEC_TUNING", raising=False)
 
@@ -74,6 +75,12 @@ def test_a_record_survives_the_cache_file_round_trip():
     tuning.store(stored)
     assert tuning.cached_path(stored.key) == stored
     assert tuning.cache_file().name == "tuning.json"
+
+
+def test_a_records_folder_keeps_the_records_out_of_the_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("SPECDEC_RECORDS", str(tmp_path / "records"))
+    tuning.store(record())
+    assert (tmp_path / "records" / "tuning.json").is_file() and not (tmp_path / "cache" / "tuning.json").exists()
 
 
 @pytest.mark.parametrize("field, value", [("torch", "0.0.0"), ("cpu", "another CPU"), ("model", "other shape"),

@@ -21,7 +21,8 @@ print(json.dumps({"process": describe_process(), "path": load_model("lab-target"
 
 
 def clean_env(cache: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "SPECDEC_STEP_THREADS", "SPECDEC_TUNING")}
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "SPECDEC_STEP_THREADS", "SPECDEC_TUNING",
+                                                            "SPECDEC_RECORDS")}
     return {**env, "SPECDEC_CACHE": str(cache), "PYTHONPATH": str(ROOT)}
 
 
