@@ -11,7 +11,7 @@ compiler command and the CPU (model and flags), so a different machine or a chan
 there is no x86-64 CPU with AVX2, F16C and FMA, no compiler, or the build fails, `available()` is False and
 `unavailable_reason()` says why; nothing else changes (the static runner's torch path runs). SPECDEC_LAB_KERNELS=0
 turns them off. The C source has two code paths, chosen by the compiler's target: AVX-512 (16-float vectors; row
-tiles of up to 6 rows x 4 vectors, and 7-12 rows x 2) where -march=native has it, else AVX2 (8-float vectors; 6 rows x
+tiles of up to 6 rows x 2 vectors, and 7-12 rows x 2) where -march=native has it, else AVX2 (8-float vectors; 6 rows x
 2 vectors, 7-12 rows x 1); SPECDEC_LAB_KERNELS_AVX2=1 builds the AVX2 path on any CPU, to measure it where AVX-512
 would be chosen. Both compute every output as the same chain of fused multiply-adds, so both are row-exact.
 """
@@ -177,7 +177,7 @@ def _declare(lib):
 def group() -> int:
     """Output rows per packed group (the kernels' GROUP)."""
     lib = library()
-    return int(lib.sd_group()) if lib is not None else 64
+    return int(lib.sd_group()) if lib is not None else 32
 
 
 @functools.cache

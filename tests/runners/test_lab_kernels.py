@@ -57,16 +57,18 @@ def weight_of(rows, columns, seed=0):
 
 
 def test_packing_puts_output_row_r_of_group_j_at_column_r():
-    weight = weight_of(128, 40)
+    group = native_kernels.group()
+    weight = weight_of(2 * group, 40)
     packed = native_kernels.pack(weight)
-    assert packed.shape == (2, 40, 64) and packed.dtype == torch.float16
-    assert torch.equal(packed[1, :, 5].float(), weight[64 + 5])
+    assert packed.shape == (2, 40, group) and packed.dtype == torch.float16
+    assert torch.equal(packed[1, :, 5].float(), weight[group + 5])
 
 
 def test_a_gated_pair_alternates_gate_and_up_groups():
-    gate, up = weight_of(128, 8, seed=1), weight_of(128, 8, seed=2)
+    group = native_kernels.group()
+    gate, up = weight_of(2 * group, 8, seed=1), weight_of(2 * group, 8, seed=2)
     packed = native_kernels.pack_gated(gate, up)
-    assert [torch.equal(packed[i].float().T, w[g * 64:(g + 1) * 64]) for i, (w, g) in
+    assert [torch.equal(packed[i].float().T, w[g * group:(g + 1) * group]) for i, (w, g) in
             enumerate([(gate, 0), (up, 0), (gate, 1), (up, 1)])] == [True] * 4
 
 

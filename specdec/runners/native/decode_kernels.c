@@ -33,15 +33,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define GROUP 64
+/* output rows per packed group, a piece of a product: 32 (one 64-byte line of float16 per k) splits SmolLM2's
+   576-row products (o, down) into 18 pieces, even on two threads, where 64 left 9 (docs/engine.md, "Lab kernels") */
+#define GROUP 32
 
 #if defined(__AVX512F__)
 #define LANES 16
-/* two multi-row tiles, each as many accumulators as the 32 registers hold beside its weights: up to 6 rows x 4
-   vectors (a whole group), and 7 to 12 rows x 2 vectors (half a group), so a weight vector converted from float16
-   serves up to 12 rows (the conversion costs the FMA ports as much as two multiply-adds) */
+/* two multi-row tiles, each a whole group (2 vectors) and as many rows' accumulators as the 32 registers hold beside
+   its weights: up to 6 rows, and 7 to 12 rows, so a weight vector converted from float16 serves up to 12 rows (the
+   conversion costs the FMA ports as much as two multiply-adds) */
 #define WIDE_ROWS 6
-#define WIDE_VECS 4
+#define WIDE_VECS 2
 #define NARROW_ROWS 12
 #define NARROW_VECS 2
 typedef __m512 vec;
@@ -63,7 +65,7 @@ typedef __m512 vec;
                                                                           _mm512_set1_epi32(127)), 23))
 #else
 #define LANES 8
-/* AVX2's 16 registers: up to 6 rows x 2 vectors (a quarter group), and 7 to 12 rows x 1 vector (an eighth) */
+/* AVX2's 16 registers: up to 6 rows x 2 vectors (half a group), and 7 to 12 rows x 1 vector (a quarter) */
 #define WIDE_ROWS 6
 #define WIDE_VECS 2
 #define NARROW_ROWS 12
@@ -92,10 +94,10 @@ static inline float VSUM(__m256 v) { /* the lanes' sum as a fixed tree: halves, 
 #endif
 #define VECS (GROUP / LANES)
 #ifndef PREFETCH_K
-#define PREFETCH_K 16 /* software prefetch of the weights this many rows of k ahead (2 KiB): one core alone
+#define PREFETCH_K 32 /* software prefetch of the weights this many rows of k ahead (2 KiB): one core alone
                          keeps too few reads in flight to stream at the memory's rate (0: none) */
 #endif
-#define PREFETCH_ROWS_K 64 /* a multi-row tile's prefetch distance (8 KiB), into L2: a row of k takes it several times
+#define PREFETCH_ROWS_K 128 /* a multi-row tile's prefetch distance (8 KiB), into L2: a row of k takes it several times
                               as long, and 2 KiB ahead left the weights arriving late (docs/engine.md, "Lab kernels") */
 #define GROUP_LINES (GROUP / 32) /* 64-byte lines in one row of k of a group (32 halves a line) */
 
@@ -345,8 +347,12 @@ int sd_lanes(void) { return LANES; }
 static void rms_norm(const float *x, int M, int K, const float *weight, float eps, float *out) {
     for (int m = 0; m < M; m++) {
         const float *row = x + (size_t)m * K;
-        float lanes[LANES] = {0};
-        for (int k = 0; k < K; k++) lanes[k % LANES] += row[k] * row[k];
+        float lanes[LANES] = {0}; /* lane l: the squares of k = l, l + LANES, ... in order (a vector per LANES) */
+        int k = 0;
+        vec squares = VZERO();
+        for (; k + LANES <= K; k += LANES) squares = VADD(squares, VMUL(VLOAD(row + k), VLOAD(row + k)));
+        VSTORE(lanes, squares);
+        for (; k < K; k++) lanes[k % LANES] += row[k] * row[k];
         float total = 0.0f;
         for (int l = 0; l < LANES; l++) total += lanes[l];
         float scale = 1.0f / sqrtf(total / (float)K + eps);
@@ -389,10 +395,8 @@ static void sd_norm_qkv_rotary(const float *x, int M, int K, const float *norm_w
             for (int h = 0; h < width / head_dim; h++) {
                 const float *a = in + h * head_dim;
                 float *out = part ? keys + ((size_t)h * cache_len + slot + m) * head_dim : q + (size_t)m * Nq + h * head_dim;
-                for (int i = 0; i < head_dim; i++) {
-                    float rotated = i < half ? -a[i + half] : a[i - half];
-                    out[i] = a[i] * c[i] + rotated * s[i];
-                }
+                for (int i = 0; i < half; i++) out[i] = a[i] * c[i] + -a[i + half] * s[i]; /* rotate_half: -x2, x1 */
+                for (int i = half; i < head_dim; i++) out[i] = a[i] * c[i] + a[i - half] * s[i];
             }
         }
         const float *v = row + Nq + Nkv;
