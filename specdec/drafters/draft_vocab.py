@@ -16,7 +16,9 @@ from typing import ClassVar
 
 from specdec.drafters.base import Drafter, ProposalContext, rehearse
 from specdec.engine.sampling import probabilities, sample
+from specdec.runners import native_kernels
 from specdec.runners.packed_weights import linear, linear_weights, weight_bytes
+from specdec.runners.threads import model_threads
 
 import torch
 import torch.nn.functional as F
@@ -65,10 +67,16 @@ class HeadRows:
     function of the text alone (``follow``), so a step drafts the same whatever was drafted and rolled back before.
     """
 
-    def __init__(self, target_model, draft_vocab: torch.Tensor, vocab_limit: int, dtype):
+    def __init__(self, target_model, draft_vocab: torch.Tensor, vocab_limit: int, dtype, kernels: str = "torch"):
         self.base_ids = vocab_ids(draft_vocab, vocab_limit)  # [Vd]
         self.module = head_rows_module(target_model, self.base_ids, dtype)
         self.weight = self.module.weight  # [Vd, d]
+        self._target_model = target_model
+        # on the target's lab kernels (its measured path), the draft vocabulary's rows are one product on both
+        # cores, packed once; a drafting step otherwise runs its torch ops on one thread (threads.step_threads)
+        lab = kernels == "lab" and self.module.bias is None and native_kernels.available() and \
+            native_kernels.packable(self.weight.detach())
+        self.lab_packed = native_kernels.pack(self.weight.detach()) if lab else None
         self.vocab_limit = vocab_limit
         self.follows_context = True  # False: the trained draft vocabulary alone
         self._head = target_model.get_output_embeddings()
@@ -80,7 +88,7 @@ class HeadRows:
     def prepare(self) -> None:
         """Resolve the rows' packed copy (packed_weights.py) for the products of the run that starts: once per run,
         not once per draft step."""
-        self.packed = linear_weights(self.module)
+        self.packed = linear_weights(self.module) if self.lab_packed is None else None
 
     def _reset(self) -> None:
         self.scanned: list[int] = []  # the text follow() has read
@@ -121,7 +129,8 @@ class HeadRows:
 
     def bytes(self) -> int:
         """The gathered rows of the draft vocabulary (weights: the same for every request)."""
-        return weight_bytes(self.module)
+        lab = self.lab_packed.numel() * self.lab_packed.element_size() if self.lab_packed is not None else 0
+        return weight_bytes(self.module) + lab
 
     def context_bytes(self) -> int:
         """The rows of the context's ids (per-request state, like a cache)."""
@@ -129,7 +138,11 @@ class HeadRows:
 
     def logits(self, features: torch.Tensor) -> torch.Tensor:
         """Logits [n, len(ids)] of features [n, d]."""
-        small = linear(features, self.packed)
+        if self.lab_packed is not None:
+            threads = model_threads(self._target_model, features.shape[0]) or 1
+            small = native_kernels.product(features, self.lab_packed, threads)
+        else:
+            small = linear(features, self.packed)
         if not self.extra_ids:
             return small
         return torch.cat([small, F.linear(features, self.extra_rows, self.extra_bias)], dim=-1)
@@ -151,7 +164,7 @@ class FeatureDrafter(Drafter):
         self.name, self.description = name, description
         self.target_model = target.model
         self.dtype = next(target.model.parameters()).dtype
-        self.head_rows = HeadRows(target.model, draft_vocab, vocab_limit, self.dtype)
+        self.head_rows = HeadRows(target.model, draft_vocab, vocab_limit, self.dtype, getattr(target, "kernels", "torch"))
         self.features: list[torch.Tensor] = []  # one row per observed position: [d], or [m * d] (EAGLE-3's layers)
 
     def start(self, prompt_ids: list[int], max_length: int) -> None:

@@ -203,6 +203,17 @@ def pack(*weights: torch.Tensor) -> torch.Tensor:
     return stacked.view(rows // group(), group(), width).transpose(1, 2).contiguous()
 
 
+def product(x: torch.Tensor, packed: torch.Tensor, threads: int) -> torch.Tensor:
+    """x [n, K] float32 times a packed matrix (pack(): [N / GROUP, K, GROUP]) -> [n, N] float32, on `threads` (1 or 2)
+    threads of the kernels; the library must be available."""
+    x = x.float().contiguous()
+    groups, width, per_group = packed.shape
+    out = x.new_empty((x.shape[0], groups * per_group))
+    library().sd_linear(x.data_ptr(), x.shape[0], width, packed.data_ptr(), None, out.shape[1], None, out.data_ptr(),
+                        threads)
+    return out
+
+
 def pack_gated(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """A gated pair: gate group j, then up group j, for every j -> [2 N / GROUP, K, GROUP]."""
     gate_groups, up_groups = pack(gate), pack(up)

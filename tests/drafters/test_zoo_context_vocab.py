@@ -7,7 +7,9 @@ from specdec import DecodeSettings
 from specdec.drafters.base import ProposalContext
 from specdec.drafters.draft_vocab import HeadRows
 from specdec.engine.sampling import build_warpers
+from specdec.runners import native_kernels
 
+import pytest
 import torch
 
 from tests.drafters.test_zoo_heads import loaded, random_eagle3_concat, random_medusa, tiny_llama
@@ -203,3 +205,16 @@ def test_the_targets_choices_are_told_apart_as_pieces_inside_words_and_by_where_
     # inside a word; "Orig" after a newline starts one, and the answer held it before; then "ami" again
     assert choice_kinds(Pieces(), seen) == ["continuation/new", "start/new", "start/new", "start/prompt", "start/answer",
                                             "continuation/answer"]
+
+
+@pytest.mark.skipif(not native_kernels.available(), reason="the lab kernels do not build here")
+def test_on_the_lab_kernels_the_rows_draft_what_torch_drafts():
+    model = tiny_llama(96, seed=3)
+    with torch.no_grad():
+        model.lm_head.weight.copy_(model.lm_head.weight.half().float())  # float16 values, as the kernels need
+    vocab = torch.arange(0, 96, 3)  # 32 rows: one packed group
+    torch_rows, lab_rows = (HeadRows(model, vocab, 96, torch.float32, kernels) for kernels in ("torch", "lab"))
+    features = torch.randn(3, 32)
+    assert torch_rows.lab_packed is None and lab_rows.lab_packed is not None
+    assert torch.allclose(lab_rows.logits(features), torch_rows.logits(features), atol=1e-5)
+    assert lab_rows.rows(features, GREEDY)[1] == torch_rows.rows(features, GREEDY)[1]
