@@ -33,6 +33,7 @@ SLOW_TESTS = {
     "test_every_k_schedule_samples_follow_the_target_distribution",
     "test_prompt_lookup_samples_follow_the_target_distribution",
     "test_suffix_samples_follow_the_target_distribution",             # 20,000 sampled runs at K = 1 and 3
+    "test_sampled_output_follows_the_target_law_with_the_heads_layers_on_the_lab_kernels",  # 20,000 runs, ~45 s
     "test_prompt_lookup_with_a_wrong_verifier_fails_the_same_test",
     "test_speculative_samples_follow_the_target_distribution",
     "test_whole_output_of_a_short_run_follows_the_target_law",

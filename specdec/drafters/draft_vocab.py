@@ -164,7 +164,8 @@ class FeatureDrafter(Drafter):
         self.name, self.description = name, description
         self.target_model = target.model
         self.dtype = next(target.model.parameters()).dtype
-        self.head_rows = HeadRows(target.model, draft_vocab, vocab_limit, self.dtype, getattr(target, "kernels", "torch"))
+        self.kernels = getattr(target, "kernels", "torch")  # the target's measured CPU kernels: "torch" or "lab"
+        self.head_rows = HeadRows(target.model, draft_vocab, vocab_limit, self.dtype, self.kernels)
         self.features: list[torch.Tensor] = []  # one row per observed position: [d], or [m * d] (EAGLE-3's layers)
 
     def start(self, prompt_ids: list[int], max_length: int) -> None:

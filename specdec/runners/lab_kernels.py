@@ -73,15 +73,26 @@ def _misfit(model) -> str:
         return "lab kernels: CPU only"
     if getattr(model.config, "hidden_act", "silu") != "silu" or model.lm_head.bias is not None:
         return "lab kernels: SiLU-gated MLPs only"
-    head_dim = getattr(model.config, "head_dim", None) or model.config.hidden_size // model.config.num_attention_heads
-    if head_dim % native_kernels.lanes():
-        return f"lab kernels: head size {head_dim} is not a multiple of {native_kernels.lanes()}"
-    stacks = [(model.lm_head,)] + [stack for layer in model.model.layers for stack in (
-        (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj), (layer.self_attn.o_proj,),
-        (layer.mlp.gate_proj,), (layer.mlp.up_proj,), (layer.mlp.down_proj,))]
+    if not native_kernels.packable(model.lm_head.weight):
+        return UNPACKABLE.format(native_kernels.group())
+    return next(filter(None, (layer_misfit(layer) for layer in model.model.layers)), "")
+
+
+UNPACKABLE = "lab kernels: needs weights that are float16 values, in matrices of multiples of {} rows"
+
+
+def layer_misfit(layer) -> str:
+    """'' where the kernels can run this decoder layer (float32 weights that are float16 values, a head size of
+    whole vectors), else why not. A drafter's own layers (EAGLE heads) are checked one by one."""
+    attn, mlp = layer.self_attn, layer.mlp
+    if attn.head_dim % native_kernels.lanes():
+        return f"lab kernels: head size {attn.head_dim} is not a multiple of {native_kernels.lanes()}"
+    if getattr(getattr(mlp, "config", None), "hidden_act", "silu") != "silu":
+        return "lab kernels: SiLU-gated MLPs only"
+    stacks = [(attn.q_proj, attn.k_proj, attn.v_proj), (attn.o_proj,), (mlp.gate_proj,), (mlp.up_proj,),
+              (mlp.down_proj,)]
     if not all(native_kernels.packable(*(module.weight for module in stack)) for stack in stacks):
-        return (f"lab kernels: needs weights that are float16 values, in matrices of multiples of "
-                f"{native_kernels.group()} rows")
+        return UNPACKABLE.format(native_kernels.group())
     return ""
 
 
@@ -90,7 +101,7 @@ def packed_model(model) -> PackedModel:
     known = _PACKED.get(model)
     if known is None:
         made = [layer not in _PACKED_LAYERS for layer in model.model.layers]  # the layers this model packs first
-        layers = [_packed_layer(layer) for layer in model.model.layers]
+        layers = [packed_layer(layer) for layer in model.model.layers]
         head = native_kernels.pack(model.lm_head.weight)
         tensors = [head] + [t for layer, new in zip(layers, made) if new for t in (layer.qkv, layer.o, layer.gated,
                                                                                    layer.down)]
@@ -99,11 +110,19 @@ def packed_model(model) -> PackedModel:
     return known
 
 
-def _packed_layer(layer) -> PackedLayer:
+def packed_layer(layer) -> PackedLayer:
+    """The decoder layer's packed weights, made once per layer and shared by every model that holds it."""
     known = _PACKED_LAYERS.get(layer)
     if known is None:
         known = _PACKED_LAYERS[layer] = _pack_layer(layer)
     return known
+
+
+def packed_layer_bytes(layer) -> int:
+    """Bytes of the layer's packed weights, 0 where none were made."""
+    known = _PACKED_LAYERS.get(layer)
+    return 0 if known is None else sum(t.numel() * t.element_size() for t in (known.qkv, known.o, known.gated,
+                                                                               known.down))
 
 
 def forget(model) -> None:
@@ -139,6 +158,15 @@ def _ptr(tensor: Optional[torch.Tensor]) -> Optional[int]:
     return tensor.data_ptr() if tensor is not None else None
 
 
+def c_layer(w: PackedLayer, keys: torch.Tensor, values: torch.Tensor) -> native_kernels.Layer:
+    """The layer's weights and one sequence's cache ([kv_heads, cache_len, head_dim] each) as the addresses the
+    kernels read (the tensors must outlive it)."""
+    return native_kernels.Layer(w.input_norm[0].data_ptr(), w.input_norm[1], w.qkv.data_ptr(), _ptr(w.qkv_bias),
+                                w.o.data_ptr(), _ptr(w.o_bias), w.post_norm[0].data_ptr(), w.post_norm[1],
+                                w.gated.data_ptr(), _ptr(w.gated_bias), w.down.data_ptr(), _ptr(w.down_bias),
+                                keys.data_ptr(), values.data_ptr())
+
+
 class LabKernelRunner(StaticLlamaRunner):
     """The template's layers and head's product on the lab's kernels; forwards of more than LONG_ROWS rows take
     StaticLlamaRunner's (on torch, into the same cache)."""
@@ -155,11 +183,7 @@ class LabKernelRunner(StaticLlamaRunner):
         # every layer's weights and this runner's cache, as addresses the kernels read (the tensors live as long as
         # self.packed and self.keys / self.values)
         self.c_layers = (native_kernels.Layer * len(self.packed.layers))(*[
-            native_kernels.Layer(w.input_norm[0].data_ptr(), w.input_norm[1], w.qkv.data_ptr(), _ptr(w.qkv_bias),
-                                 w.o.data_ptr(), _ptr(w.o_bias), w.post_norm[0].data_ptr(), w.post_norm[1],
-                                 w.gated.data_ptr(), _ptr(w.gated_bias), w.down.data_ptr(), _ptr(w.down_bias),
-                                 keys.data_ptr(), values.data_ptr())
-            for w, keys, values in zip(self.packed.layers, self.keys, self.values)])
+            c_layer(w, keys, values) for w, keys, values in zip(self.packed.layers, self.keys, self.values)])
         self.c_shape = native_kernels.Shape(self.width, self.heads, self.kv_heads, self.head_dim,
                                             config.intermediate_size, self.max_length, self.scaling)
 

@@ -148,7 +148,8 @@ class Layer(ctypes.Structure):
         ("qkv_bias", ctypes.c_void_p), ("o", ctypes.c_void_p), ("o_bias", ctypes.c_void_p),
         ("post_norm", ctypes.c_void_p), ("post_eps", ctypes.c_float), ("gated", ctypes.c_void_p),
         ("gated_bias", ctypes.c_void_p), ("down", ctypes.c_void_p), ("down_bias", ctypes.c_void_p),
-        ("keys", ctypes.c_void_p), ("values", ctypes.c_void_p)]
+        ("keys", ctypes.c_void_p), ("values", ctypes.c_void_p),
+        ("given_input", ctypes.c_void_p), ("given_width", ctypes.c_int)]  # NULL: q, k, v project input_norm(hidden)
 
 
 class Shape(ctypes.Structure):

@@ -375,16 +375,14 @@ static void sd_norm_gated(const float *x, int M, int K, const float *norm_weight
     run_job(&job, threads);
 }
 
-/* One attention block's input side: normed = norm(x); [q | k | v] = normed @ Wqkv.T + bias (scratch qkv
+/* One attention block's input side: [q | k | v] = normed @ Wqkv.T + bias (normed [M][K]; scratch qkv
    [M][Nq + 2 Nkv]); rotary on q and k with cos, sin [M][head_dim] (transformers' apply_rotary_pos_emb:
    q * cos + rotate_half(q) * sin); q out [M][Nq]; k and v written to the caches [kv_heads][cache_len][head_dim] at
    positions slot .. slot + M - 1. */
-static void sd_norm_qkv_rotary(const float *x, int M, int K, const float *norm_weight, float eps,
-                               const uint16_t *W, const float *bias, int Nq, int Nkv, int head_dim, const float *cos,
-                               const float *sin, float *normed, float *qkv, float *q, float *keys, float *values,
-                               int cache_len, int slot, int threads) {
+static void sd_qkv_rotary(const float *normed, int M, int K, const uint16_t *W, const float *bias, int Nq, int Nkv,
+                          int head_dim, const float *cos, const float *sin, float *qkv, float *q, float *keys,
+                          float *values, int cache_len, int slot, int threads) {
     int N = Nq + 2 * Nkv, half = head_dim / 2;
-    rms_norm(x, M, K, norm_weight, eps, normed);
     job_t job = {normed, M, K, W, bias, N, qkv, NULL, PLAIN};
     run_job(&job, threads);
     for (int m = 0; m < M; m++) {
@@ -589,6 +587,8 @@ typedef struct {                  /* one decoder layer's packed weights and this
     const uint16_t *gated; const float *gated_bias;  /* gate and up as a gated pair: inner outputs */
     const uint16_t *down; const float *down_bias;
     float *keys, *values;                            /* [kv_heads][cache_len][head_dim] */
+    const float *given_input; int given_width;       /* NULL, or what q, k, v project instead of input_norm(hidden):
+                                                        [M][given_width], already normed (EAGLE-3's layer) */
 } layer_t;
 
 typedef struct { int width, heads, kv_heads, head_dim, inner, cache_len; float scale; } shape_t;
@@ -607,8 +607,10 @@ int sd_layers(const layer_t *layers, int n_layers, const shape_t *shape, float *
     int status = normed && qkv && q && attended && after && gated && scores ? 0 : -1;
     for (int i = 0; status == 0 && i < n_layers; i++) {
         const layer_t *w = layers + i;
-        sd_norm_qkv_rotary(hidden, M, d, w->input_norm, w->input_eps, w->qkv, w->qkv_bias, nq, nkv, shape->head_dim,
-                           cos, sin, normed, qkv, q, w->keys, w->values, shape->cache_len, start, threads);
+        if (!w->given_input) rms_norm(hidden, M, d, w->input_norm, w->input_eps, normed);
+        sd_qkv_rotary(w->given_input ? w->given_input : normed, M, w->given_input ? w->given_width : d, w->qkv,
+                      w->qkv_bias, nq, nkv, shape->head_dim, cos, sin, qkv, q, w->keys, w->values, shape->cache_len,
+                      start, threads);
         attention(q, M, shape->heads, shape->kv_heads, shape->head_dim, w->keys, w->values, shape->cache_len, start,
                   visible, shape->scale, scores, attended, threads);
         sd_linear(attended, M, nq, w->o, w->o_bias, d, hidden, after, threads);
