@@ -339,3 +339,14 @@ def test_saving_the_same_prediction_again_keeps_when_it_was_written(lab):
     record_run(session, tour)
     save_prediction(session, tour, "70%")
     assert tour.predictions["greedy"].before_run
+
+
+def test_the_tours_events_take_effect_one_at_a_time_in_the_order_pressed():
+    from specdec.ui.layout import build_app
+
+    app = build_app(Lab(FakeEngine()))
+    tour_ids = {block_id for block_id, block in app.blocks.items()
+                if str(getattr(block, "elem_id", "") or "").startswith("tour-")}
+    tour_fns = [fn for fn in app.fns.values() if any(target in tour_ids for target, _ in fn.targets)]
+    assert len(tour_fns) >= len(EXERCISES) + 4  # the step buttons, Previous, Next, Reset, Reveal, the prediction
+    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in tour_fns} == {("tour", 1)}

@@ -310,7 +310,11 @@ def wire_tour(c: dict, session) -> None:
     loaded = (*defaults, "tabs", "tour_box", "tour_question", "tour_answer", "tour_prediction", "share_query",
               "link_note", *lesson)
     outputs = {name: c[name] for name in loaded if name in c}
-    inputs, quiet = [session, c["tour_state"]], dict(api_visibility="private", concurrency_limit=None)
+    # one at a time, in the order pressed (the queue is first in, first out per concurrency id): a step button then
+    # Next pressed faster than a round trip must step from the step button's exercise, and each handler reads and
+    # changes the session's TourState in place. Each takes milliseconds, so a class sharing the slot does not wait.
+    inputs, quiet = [session, c["tour_state"]], dict(api_visibility="private", concurrency_limit=1,
+                                                      concurrency_id="tour")
     for exercise in EXERCISES:
         on(c[f"tour_{exercise.key}"].click, partial(load_exercise, key=exercise.key), inputs, outputs, **quiet)
     on(c["tour_prev"].click, partial(step, delta=-1), inputs, outputs, **quiet)
