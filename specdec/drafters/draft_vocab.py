@@ -50,11 +50,14 @@ def widen(small: torch.Tensor, ids: torch.Tensor, vocab_limit: int) -> torch.Ten
 def draw(small: torch.Tensor, ids: torch.Tensor, vocab_limit: int, context: ProposalContext):
     """q rows [n, vocab_limit] and the drafted ids (argmax when greedy, a draw when sampling) from
     draft-vocabulary logits [n, Vd]."""
-    full = widen(small.float(), ids, vocab_limit)
     if context.sampling:
-        q = probabilities(full, context.warpers)
+        q = probabilities(widen(small.float(), ids, vocab_limit), context.warpers)
         return q, [sample(row, context.generator) for row in q]
-    return torch.softmax(full, dim=-1), [int(ids[int(row.argmax())]) for row in small]
+    # greedy: the softmax of the draft vocabulary's own logits, spread into the whole vocabulary (0 elsewhere, as
+    # softmax gives the -inf of widen): a third of the work of a softmax over every id
+    q = small.new_zeros((small.shape[0], vocab_limit), dtype=torch.float32)
+    q[:, ids] = torch.softmax(small.float(), dim=-1)
+    return q, [int(ids[int(row.argmax())]) for row in small]
 
 
 class HeadRows:

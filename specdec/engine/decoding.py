@@ -23,6 +23,7 @@ from specdec.engine.tree import shown_nodes
 from specdec.engine.verify import (
     SampledVerifier,
     Verdict,
+    greedy_choices,
     verify_greedy,
     verify_sampled,
     verify_tree_greedy,
@@ -236,7 +237,7 @@ class Generation:
             p = probabilities(logits, self.warpers)  # [N + 1, V]
             path, evaluated, verdict = verify_tree_sampled(tree.ids, tree.parents, p, tree.q_rows, self.generator)
         else:
-            path, evaluated, verdict = verify_tree_greedy(tree.ids, tree.parents, logits.argmax(dim=-1).tolist())
+            path, evaluated, verdict = verify_tree_greedy(tree.ids, tree.parents, greedy_choices(logits))
         target.keep(len(seq) - 1, [0] + [1 + node for node in path])
         shown = shown_nodes(tree.parents, path)
         rows = torch.tensor([0] + [1 + node for node in shown], device=logits.device)
