@@ -250,11 +250,12 @@ def test_a_stopped_race_gives_no_verdict(page, slow_model):
 
 @pytest.fixture(scope="module")
 def slow_model(tmp_path_factory):
-    """A random 16-layer Llama (hidden 512, ~55M parameters, float32) on the lab tokenizer: with itself as the
-    draft, 512 tokens take tens of seconds here (the lab pair takes ~2 s), so a Stop lands mid-run."""
+    """A random 48-layer Llama (hidden 512, ~165M parameters, float32) on the lab tokenizer: with itself as the
+    draft, 512 tokens take ~20 s on the AMX Xeon (the lab pair ~2 s), so a Stop lands mid-run even under load. (16
+    layers took 6 s once `auto` measured it afresh, on bfloat16: a Stop in a loaded CI run came after the end.)"""
     lab = ROOT / "assets" / "models" / "lab-target"
     config = LlamaConfig.from_pretrained(lab)
-    config.hidden_size, config.intermediate_size, config.num_hidden_layers = 512, 1536, 16
+    config.hidden_size, config.intermediate_size, config.num_hidden_layers = 512, 1536, 48
     config.num_attention_heads = config.num_key_value_heads = 8
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).eval()
