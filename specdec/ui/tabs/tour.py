@@ -310,9 +310,10 @@ def wire_tour(c: dict, session) -> None:
     loaded = (*defaults, "tabs", "tour_box", "tour_question", "tour_answer", "tour_prediction", "share_query",
               "link_note", *lesson)
     outputs = {name: c[name] for name in loaded if name in c}
-    # one at a time, in the order pressed (the queue is first in, first out per concurrency id): a step button then
-    # Next pressed faster than a round trip must step from the step button's exercise, and each handler reads and
-    # changes the session's TourState in place. Each takes milliseconds, so a class sharing the slot does not wait.
+    # one at a time, in the order they reach the server (the queue is first in, first out per concurrency id): each
+    # handler reads and changes the session's TourState in place, and side by side a step button and a Next that
+    # reached the server after it could step from the exercise before. Each takes milliseconds, so a class sharing
+    # the slot does not wait. (Two presses sent faster than a round trip can still reach the server in either order.)
     inputs, quiet = [session, c["tour_state"]], dict(api_visibility="private", concurrency_limit=1,
                                                       concurrency_id="tour")
     for exercise in EXERCISES:
