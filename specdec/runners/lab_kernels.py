@@ -50,6 +50,7 @@ _PACKED: "weakref.WeakKeyDictionary[torch.nn.Module, PackedModel]" = weakref.Wea
 
 
 _FITS: "weakref.WeakKeyDictionary[torch.nn.Module, str]" = weakref.WeakKeyDictionary()
+_LAYER_FITS: "weakref.WeakKeyDictionary[torch.nn.Module, str]" = weakref.WeakKeyDictionary()
 
 # each decoder layer's packed weights, shared by every model that holds the layer (a drafter running the target's first
 # layers, as early exit does, reads the target's packed copies rather than making its own)
@@ -83,7 +84,14 @@ UNPACKABLE = "lab kernels: needs weights that are float16 values, in matrices of
 
 def layer_misfit(layer) -> str:
     """'' where the kernels can run this decoder layer (float32 weights that are float16 values, a head size of
-    whole vectors), else why not. A drafter's own layers (EAGLE heads) are checked one by one."""
+    whole vectors), else why not; checked once per layer (reading every weight takes milliseconds, and a drafter
+    asks at every run's start). A drafter's own layers (EAGLE heads) are checked one by one."""
+    if layer not in _LAYER_FITS:
+        _LAYER_FITS[layer] = _layer_misfit(layer)
+    return _LAYER_FITS[layer]
+
+
+def _layer_misfit(layer) -> str:
     attn, mlp = layer.self_attn, layer.mlp
     if attn.head_dim % native_kernels.lanes():
         return f"lab kernels: head size {attn.head_dim} is not a multiple of {native_kernels.lanes()}"
@@ -103,9 +111,9 @@ def packed_model(model) -> PackedModel:
         made = [layer not in _PACKED_LAYERS for layer in model.model.layers]  # the layers this model packs first
         layers = [packed_layer(layer) for layer in model.model.layers]
         head = native_kernels.pack(model.lm_head.weight)
-        tensors = [head] + [t for layer, new in zip(layers, made) if new for t in (layer.qkv, layer.o, layer.gated,
-                                                                                   layer.down)]
-        known = _PACKED[model] = PackedModel(layers, head, sum(t.numel() * t.element_size() for t in tensors))
+        nbytes = head.numel() * head.element_size() + sum(
+            packed_layer_bytes(layer) for layer, new in zip(model.model.layers, made) if new)
+        known = _PACKED[model] = PackedModel(layers, head, nbytes)
         packed_weights.remember_module_copy(model, known.nbytes, KIND)
     return known
 
@@ -219,9 +227,4 @@ class LabKernelRunner(StaticLlamaRunner):
     def _logits(self, rows: torch.Tensor) -> torch.Tensor:
         if not self._threads:
             return super()._logits(rows)
-        rows = rows.contiguous()
-        vocab = self.packed.head.shape[0] * self.packed.head.shape[2]
-        logits = torch.empty(rows.shape[0], vocab)
-        self.lib.sd_linear(rows.data_ptr(), rows.shape[0], self.width, self.packed.head.data_ptr(), None, vocab,
-                           None, logits.data_ptr(), self._threads)
-        return logits
+        return native_kernels.product(rows, self.packed.head, self._threads)
