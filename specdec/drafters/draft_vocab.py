@@ -54,10 +54,13 @@ def draw(small: torch.Tensor, ids: torch.Tensor, vocab_limit: int, context: Prop
         q = probabilities(widen(small.float(), ids, vocab_limit), context.warpers)
         return q, [sample(row, context.generator) for row in q]
     # greedy: the softmax of the draft vocabulary's own logits, spread into the whole vocabulary (0 elsewhere, as
-    # softmax gives the -inf of widen): a third of the work of a softmax over every id
+    # softmax gives the -inf of widen): a quarter of the work of a softmax over every id; with the first index of
+    # each row's largest logit from the same pass of the lab kernels where they run (sampling.greedy_probabilities)
+    fast = native_kernels.softmax_first(small.float())
+    first, probs = fast if fast is not None else (small.argmax(dim=-1), torch.softmax(small.float(), dim=-1))
     q = small.new_zeros((small.shape[0], vocab_limit), dtype=torch.float32)
-    q[:, ids] = torch.softmax(small.float(), dim=-1)
-    return q, [int(ids[int(row.argmax())]) for row in small]
+    q.index_copy_(1, ids, probs)
+    return q, ids[first].tolist()
 
 
 class HeadRows:
@@ -76,10 +79,12 @@ class HeadRows:
         self.weight = self.module.weight  # [Vd, d]
         self._target_model = target_model
         # on the target's lab kernels (its measured path), the draft vocabulary's rows are one product on both
-        # cores, packed once; a drafting step otherwise runs its torch ops on one thread (threads.step_threads)
+        # cores, as int8 rows made once: the product reads every row per drafted token and is bound by memory, and
+        # half the bytes of float16 halve its time with the drafted tokens unchanged but for near ties (docs/engine.md,
+        # "Lab kernels"); a drafting step otherwise runs its torch ops on one thread (threads.step_threads)
         lab = kernels == "lab" and self.module.bias is None and native_kernels.available() and \
-            native_kernels.packable(self.weight.detach())
-        self.lab_packed = native_kernels.pack(self.weight.detach()) if lab else None
+            self.weight.dtype == torch.float32 and self.weight.shape[0] % native_kernels.group() == 0
+        self.lab_packed = native_kernels.pack_int8(self.weight) if lab else None
         self.vocab_limit = vocab_limit
         self.follows_context = True  # False: the trained draft vocabulary alone
         self._head = target_model.get_output_embeddings()
@@ -132,7 +137,7 @@ class HeadRows:
 
     def bytes(self) -> int:
         """The gathered rows of the draft vocabulary (weights: the same for every request)."""
-        lab = self.lab_packed.numel() * self.lab_packed.element_size() if self.lab_packed is not None else 0
+        lab = self.lab_packed.nbytes if self.lab_packed is not None else 0
         return weight_bytes(self.module) + lab
 
     def context_bytes(self) -> int:
@@ -143,7 +148,7 @@ class HeadRows:
         """Logits [n, len(ids)] of features [n, d]."""
         if self.lab_packed is not None:
             threads = model_threads(self._target_model, features.shape[0]) or 1
-            small = native_kernels.product(features, self.lab_packed, threads)
+            small = native_kernels.product_int8(features, self.lab_packed, threads)
         else:
             small = linear(features, self.packed)
         if not self.extra_ids:

@@ -13,12 +13,12 @@ from typing import Optional
 
 from specdec.drafters.base import CostShape, DrafterSpec, NoCostModel, Proposal, ProposalContext
 from specdec.drafters.draft_vocab import FeatureDrafter, widen
-from specdec.drafters.heads import EagleHead, load_eagle_state
-from specdec.drafters.lab_layer_cache import layer_cache
+from specdec.drafters.heads import EagleHead, load_eagle_state, module_product
+from specdec.drafters.lab_layer_cache import LabLayerCache, lab_product, layer_cache
 from specdec.drafters.shipped import draft_vocab_rows, drafter_dir, load_tensors, prefixed, read_meta, shipped_spec
 from specdec.engine.sampling import probabilities
 from specdec.engine.tree import MAX_TREE_DEPTH, GrowingTree, TreeProposal, TreeShape
-from specdec.runners.lab_kernels import packed_layer_bytes
+from specdec.runners.lab_kernels import packed_layer_bytes, packed_linear_bytes
 from specdec.runners.packed_weights import weight_bytes
 from specdec.runners.threads import model_threads
 
@@ -46,8 +46,11 @@ class EagleDrafter(FeatureDrafter):
     def start(self, prompt_ids: list[int], max_length: int) -> None:
         super().start(prompt_ids, max_length)
         tree_slots = self.tree_shape.beam * MAX_TREE_DEPTH if self.tree_shape is not None else 0
+        threads = lambda rows: model_threads(self.target_model, rows) or 1  # noqa: E731
         self.cache = layer_cache(self.head.layers, self.head.config, max_length + tree_slots, self.dtype,
-                                 self.kernels, lambda rows: model_threads(self.target_model, rows) or 1)
+                                 self.kernels, threads)
+        # fuse and fc on the same kernels as the layers, where those run there
+        self.head.use_product(lab_product(threads) if isinstance(self.cache, LabLayerCache) else module_product)
         self.true_length = 0
         self.last_out = None  # head output at position true_length - 1
 
@@ -137,7 +140,8 @@ class EagleDrafter(FeatureDrafter):
         return tree.proposal(shape.nodes if sampling is None else None, vocab, self.vocab_limit)
 
     def param_bytes(self) -> int:
-        return weight_bytes(self.head) + sum(map(packed_layer_bytes, self.head.layers)) + self.head_rows.bytes()
+        return (weight_bytes(self.head) + sum(map(packed_layer_bytes, self.head.layers)) + packed_linear_bytes(self.head)
+                + self.head_rows.bytes())
 
     def state_bytes(self) -> int:
         return (self.cache.bytes() if self.cache is not None else 0) + self.head_rows.context_bytes()

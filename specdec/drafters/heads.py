@@ -84,7 +84,7 @@ def _weights(layer: LlamaDecoderLayer) -> LayerWeights:
     return layer_weights(layer, packed=not torch.is_grad_enabled())
 
 
-def _linear(module: nn.Linear, hidden: torch.Tensor) -> torch.Tensor:
+def module_product(module: nn.Linear, hidden: torch.Tensor) -> torch.Tensor:
     """The module's product; when drafting (no autograd), through its packed copy where one exists
     (packed_weights.py: oneDNN-packed bfloat16 on a CPU that computes bf16 natively)."""
     if torch.is_grad_enabled():
@@ -196,6 +196,12 @@ class EagleHead(nn.Module):
             self.layers[0].hidden_norm = LlamaRMSNorm(d, eps=config.rms_norm_eps)
             self.norm = LlamaRMSNorm(d, eps=config.rms_norm_eps)
         self.fuse = nn.Linear(len(self.feature_layers) * d, d, bias=False) if self.feature_layers else None
+        self.product = module_product  # (module, hidden) -> fuse's and fc's products when drafting; see use_product
+
+    def use_product(self, product) -> None:
+        """Compute fuse and fc through product(module, hidden) (a drafter's kernels: lab_layer_cache.lab_product);
+        training (autograd on) always goes through the modules."""
+        self.product = product
 
     def init_identity(self, seed: int = 0, final_norm_weight: torch.Tensor | None = None) -> None:
         """Start as 'the next feature is this feature': the layers' output projections are zero, so they add
@@ -227,14 +233,16 @@ class EagleHead(nn.Module):
         if self.fuse is None:
             return states
         parts = unit_rms(states.unflatten(-1, (len(self.feature_layers), -1)).float(), self.config.rms_norm_eps)
-        return _linear(self.fuse, parts.flatten(-2).to(self.fuse.weight.dtype))
+        parts = parts.flatten(-2).to(self.fuse.weight.dtype)
+        return self.fuse(parts) if torch.is_grad_enabled() else self.product(self.fuse, parts)
 
     def inputs(self, features: torch.Tensor, token_embeddings: torch.Tensor) -> torch.Tensor:
         """features, token_embeddings [..., d] -> the layers' input: fc's [..., d], or concat's [embedding;
         feature] [..., 2d] (split again by the layer, _attention_input)."""
         if self.fc is None:
             return torch.cat([token_embeddings.to(features.dtype), features], dim=-1)
-        return _linear(self.fc, torch.cat([features, token_embeddings * self.EMB_SCALE], dim=-1))
+        joined = torch.cat([features, token_embeddings * self.EMB_SCALE], dim=-1)
+        return self.fc(joined) if torch.is_grad_enabled() else self.product(self.fc, joined)
 
     def forward_sequences(self, x: torch.Tensor, cos, sin, return_kv: bool = False):
         """Training and teacher-forced use: inputs [B, T, d or 2d] -> predicted features [B, T, d], before `norm`
@@ -268,7 +276,7 @@ class ResBlock(nn.Module):
         nn.init.zeros_(self.linear.bias)
 
     def forward(self, x):
-        return x + F.silu(_linear(self.linear, x))
+        return x + F.silu(module_product(self.linear, x))
 
 
 class MedusaHeads(nn.Module):

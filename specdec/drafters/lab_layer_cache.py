@@ -18,7 +18,7 @@ from __future__ import annotations
 import ctypes
 from typing import Callable
 
-from specdec.drafters.heads import LayerCache, shared_rope_tables
+from specdec.drafters.heads import LayerCache, module_product, shared_rope_tables
 from specdec.runners import lab_kernels, native_kernels
 from specdec.runners.static import rms_norm
 
@@ -34,6 +34,21 @@ def layer_cache(layers, config, max_length: int, dtype: torch.dtype, kernels: st
             not any(lab_kernels.layer_misfit(layer) for layer in layers):
         return LabLayerCache(layers, config, max_length, threads)
     return LayerCache(layers, config, max_length, dtype)
+
+
+def lab_product(threads: Callable[[int], int]):
+    """A head's product(module, hidden) (EagleHead.use_product) on the lab kernels for linear layers that pack
+    (lab_kernels.packed_linear), on threads(rows) threads; else heads.module_product."""
+    def product(module, hidden: torch.Tensor) -> torch.Tensor:
+        packed = lab_kernels.packed_linear(module)
+        if packed is None:
+            return module_product(module, hidden)
+        rows = hidden.reshape(-1, hidden.shape[-1])  # [n, in]
+        out = native_kernels.product(rows, packed, threads(rows.shape[0]))  # [n, out]
+        if module.bias is not None:
+            out += module.bias
+        return out.view(*hidden.shape[:-1], out.shape[-1])
+    return product
 
 
 class LabLayerCache:

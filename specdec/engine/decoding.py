@@ -16,7 +16,7 @@ from specdec.drafters.draft_model import as_drafter
 from specdec.engine.events import DecodeSettings, RunResult, StepEvent, TreeNode, check_settings
 from specdec.engine.gate import GATE
 from specdec.engine.metrics import measure_memory, start_memory_probe, summarize
-from specdec.engine.sampling import build_warpers, probabilities
+from specdec.engine.sampling import build_warpers, greedy_probabilities, probabilities
 from specdec.engine.schedules import Decision, KSchedule, make_schedule
 from specdec.engine.trace import drafted_tokens, final_token, top_tokens
 from specdec.engine.tree import shown_nodes
@@ -32,7 +32,7 @@ from specdec.engine.verify import (
 from specdec.errors import InvalidSettingsError
 from specdec.models.loading import LoadedModel
 from specdec.models.prompting import check_context
-from specdec.runners.threads import threads_for_step
+from specdec.runners.threads import model_threads, threads_for_step
 
 import torch
 
@@ -241,7 +241,7 @@ class Generation:
         target.keep(len(seq) - 1, [0] + [1 + node for node in path])
         shown = shown_nodes(tree.parents, path)
         rows = torch.tensor([0] + [1 + node for node in shown], device=logits.device)
-        p_shown = p[rows] if self.sampling else torch.softmax(logits[rows], dim=-1)  # [k + 1, V]
+        p_shown = p[rows] if self.sampling else greedy_probabilities(logits[rows], self._threads(len(rows)))
         nodes = [TreeNode(token, self.target.token_text(token), parent, i in path, i in evaluated)
                  for i, (token, parent) in enumerate(zip(tree.ids, tree.parents))]
         return ScoredStep([tree.ids[i] for i in shown], tree.q_rows(shown), p_shown, verdict, drafted - started,
@@ -252,10 +252,15 @@ class Generation:
         rows [>= k, V], None when k = 0. Greedy p is the softmax of the raw logits; sampling p is warped."""
         q = logits.new_zeros((0, logits.shape[-1])) if not draft_ids else q[: len(draft_ids)]
         if not self.sampling:
-            return verify_greedy(draft_ids, logits), torch.softmax(logits, dim=-1), q
+            return verify_greedy(draft_ids, logits), greedy_probabilities(logits, self._threads(len(logits))), q
         p = probabilities(logits, self.warpers)
         ids = torch.tensor(draft_ids, dtype=torch.long, device=logits.device)
         return self.verify_sampled(ids, p, q, self.generator), p, q
+
+    def _threads(self, rows: int) -> int:
+        """The kernels' thread count for work on this many target rows: the target's forwards' (threads.py)."""
+        module = getattr(self.target, "model", None)  # None: a stand-in target (tests)
+        return (model_threads(module, rows) if isinstance(module, torch.nn.Module) else None) or 1
 
     def emit_and_rollback(self, scored: ScoredStep, seq: list[int], target, remaining: int, planned: int,
                           decision: Optional[Decision] = None) -> StepEvent:

@@ -55,6 +55,8 @@ _LAYER_FITS: "weakref.WeakKeyDictionary[torch.nn.Module, str]" = weakref.WeakKey
 # each decoder layer's packed weights, shared by every model that holds the layer (a drafter running the target's first
 # layers, as early exit does, reads the target's packed copies rather than making its own)
 _PACKED_LAYERS: "weakref.WeakKeyDictionary[torch.nn.Module, PackedLayer]" = weakref.WeakKeyDictionary()
+# a head's own products (EAGLE's fc, EAGLE-3's fuse): the packed weight, or None where it cannot be packed
+_PACKED_LINEARS: "weakref.WeakKeyDictionary[torch.nn.Module, Optional[torch.Tensor]]" = weakref.WeakKeyDictionary()
 
 
 def fits(model) -> str:
@@ -131,6 +133,21 @@ def packed_layer_bytes(layer) -> int:
     known = _PACKED_LAYERS.get(layer)
     return 0 if known is None else sum(t.numel() * t.element_size() for t in (known.qkv, known.o, known.gated,
                                                                                known.down))
+
+
+def packed_linear(module: torch.nn.Linear) -> Optional[torch.Tensor]:
+    """A linear layer's weight packed for native_kernels.product ([out / GROUP, in, GROUP] float16), made once per
+    module; None where it cannot be packed (native_kernels.packable)."""
+    if module not in _PACKED_LINEARS:
+        weight = module.weight.detach()
+        _PACKED_LINEARS[module] = native_kernels.pack(weight) if native_kernels.packable(weight) else None
+    return _PACKED_LINEARS[module]
+
+
+def packed_linear_bytes(module: torch.nn.Module) -> int:
+    """Bytes of the packed copies made of the module's linear layers (packed_linear), 0 where none were made."""
+    copies = [_PACKED_LINEARS.get(m) for m in module.modules() if isinstance(m, torch.nn.Linear)]
+    return sum(c.numel() * c.element_size() for c in copies if c is not None)
 
 
 def forget(model) -> None:

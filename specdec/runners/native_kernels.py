@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from specdec import config
 from specdec.paths import cache_dir
@@ -166,6 +166,10 @@ def _declare(lib):
                                  pointer, real, pointer]
     lib.sd_attention.restype = integer
     lib.sd_exp.argtypes = [pointer, integer, pointer]
+    lib.sd_linear_int8.argtypes = [pointer, integer, integer, pointer, pointer, integer, pointer, integer]
+    lib.sd_linear_int8.restype = integer
+    lib.sd_softmax_first.argtypes = [pointer, integer, integer, pointer, pointer, integer]
+    lib.sd_softmax_first.restype = integer
     for name in ("sd_linear", "sd_exp"):
         getattr(lib, name).restype = None
     lib.sd_layers.argtypes = [ctypes.POINTER(Layer), integer, ctypes.POINTER(Shape), pointer, integer, integer,
@@ -213,6 +217,70 @@ def product(x: torch.Tensor, packed: torch.Tensor, threads: int) -> torch.Tensor
     library().sd_linear(x.data_ptr(), x.shape[0], width, packed.data_ptr(), None, out.shape[1], None, out.data_ptr(),
                         threads)
     return out
+
+
+class Int8Rows(NamedTuple):
+    """A matrix [N, K] as int8 rows (decode_kernels.c's vocabulary): values [N / GROUP, K' / 2, GROUP, 2] int8 (K'
+    = K rounded up to even, the last column zeros where K is odd) and a float32 scale per output row [N]; row n is
+    its int8 values times scales[n]."""
+    values: torch.Tensor
+    scales: torch.Tensor
+    width: int  # K
+
+    @property
+    def nbytes(self) -> int:
+        return self.values.numel() + self.scales.numel() * self.scales.element_size()
+
+    def matrix(self) -> torch.Tensor:
+        """The [N, K] float64 matrix these rows stand for."""
+        groups, pairs, per_group, _ = self.values.shape
+        values = self.values.permute(0, 2, 1, 3).reshape(groups * per_group, 2 * pairs)[:, :self.width]
+        return values.double() * self.scales.double().unsqueeze(1)
+
+
+def pack_int8(weight: torch.Tensor) -> Int8Rows:
+    """weight [N, K] (N a multiple of the group) -> its int8 rows: each row rounded to the nearest of 255 even steps
+    from -max|row| to +max|row| (half the bytes of float16; for a drafter's products, which need not be exact)."""
+    weight = weight.detach().float()
+    scales = weight.abs().amax(dim=1) / 127  # [N]
+    values = (weight / scales.clamp(min=torch.finfo(torch.float32).tiny).unsqueeze(1)).round().clamp(-127, 127)
+    rows, width = weight.shape
+    if width % 2:
+        values = torch.cat([values, values.new_zeros(rows, 1)], dim=1)
+    packed = values.to(torch.int8).view(rows // group(), group(), values.shape[1] // 2, 2).permute(0, 2, 1, 3)
+    return Int8Rows(packed.contiguous(), scales.contiguous(), width)
+
+
+def product_int8(x: torch.Tensor, rows: Int8Rows, threads: int) -> torch.Tensor:
+    """x [n, K] float32 times int8 rows (pack_int8) -> [n, N] float32, on `threads` (1 or 2) threads of the kernels:
+    each row of x is rounded to int16 steps of its largest magnitude and the sums are exact integers, so a row's
+    result does not depend on the rows beside it."""
+    x = x.float()
+    groups, pairs, per_group, _ = rows.values.shape
+    if x.shape[1] < 2 * pairs:  # an odd K: the zero column the rows were padded with
+        x = torch.cat([x, x.new_zeros(x.shape[0], 2 * pairs - x.shape[1])], dim=1)
+    x = x.contiguous()
+    out = x.new_empty((x.shape[0], groups * per_group))
+    if library().sd_linear_int8(x.data_ptr(), x.shape[0], x.shape[1], rows.values.data_ptr(), rows.scales.data_ptr(),
+                                out.shape[1], out.data_ptr(), threads):
+        raise MemoryError("the lab kernels could not allocate their scratch for this product")
+    return out
+
+
+def softmax_first(logits: torch.Tensor, softmax: bool = True, threads: int = 1):
+    """logits [rows, V] float32 on the CPU -> (the first index of each row's largest value [rows] int64, each row's
+    softmax [rows, V] or None when not asked), in one pass of the kernels; None where the library is missing or a
+    row holds a value that is not finite (torch's max and softmax define those)."""
+    lib = library()
+    if lib is None or logits.dtype != torch.float32 or logits.device.type != "cpu" or logits.dim() != 2:
+        return None
+    logits = logits.contiguous()
+    first = torch.empty(logits.shape[0], dtype=torch.int64)
+    probs = torch.empty_like(logits) if softmax else None
+    if lib.sd_softmax_first(logits.data_ptr(), logits.shape[0], logits.shape[1],
+                            probs.data_ptr() if probs is not None else None, first.data_ptr(), threads):
+        return None
+    return first, probs
 
 
 def pack_gated(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:

@@ -208,13 +208,13 @@ def test_the_targets_choices_are_told_apart_as_pieces_inside_words_and_by_where_
 
 
 @pytest.mark.skipif(not native_kernels.available(), reason="the lab kernels do not build here")
-def test_on_the_lab_kernels_the_rows_draft_what_torch_drafts():
+def test_on_the_lab_kernels_the_rows_score_within_their_int8_rounding_of_torchs_float_rows():
     model = tiny_llama(96, seed=3)
-    with torch.no_grad():
-        model.lm_head.weight.copy_(model.lm_head.weight.half().float())  # float16 values, as the kernels need
     vocab = torch.arange(0, 96, 3)  # 32 rows: one packed group
     torch_rows, lab_rows = (HeadRows(model, vocab, 96, torch.float32, kernels) for kernels in ("torch", "lab"))
     features = torch.randn(3, 32)
     assert torch_rows.lab_packed is None and lab_rows.lab_packed is not None
-    assert torch.allclose(lab_rows.logits(features), torch_rows.logits(features), atol=1e-5)
-    assert lab_rows.rows(features, GREEDY)[1] == torch_rows.rows(features, GREEDY)[1]
+    # each weight is off by at most half its row's step (scale), so each logit by sum_k |x_k| * scale / 2
+    bound = features.abs().sum(dim=1, keepdim=True) * lab_rows.lab_packed.scales / 2  # [3, 32]
+    error = (lab_rows.logits(features) - torch_rows.logits(features)).abs()
+    assert (error <= bound + 1e-5).all() and error.max() > 0

@@ -15,6 +15,10 @@
      GROUP output rows, [N / GROUP][K][GROUP], so one group is read as one sequential stream.
    - gated pair: the gate and up matrices of an MLP packed group by group, gate group j then up group j, so one
      claimed piece yields GROUP finished outputs silu(gate) * up.
+   - int8 rows: a drafter's matrix W [N][K] stored as int8 values times a float32 scale per output row, in groups of
+     GROUP outputs by pairs of k, [N / GROUP][K / 2][GROUP][2] bytes (K even): half float16's bytes, for a product
+     bound by memory (a draft vocabulary's head rows). Its input row is rounded to int16 steps of its own largest
+     magnitude, and every sum is exact in int32, so an output is the same whatever rows share the call.
    Exactness: every output is one fused-multiply-add chain over k = 0 .. K-1 in float32, the same whatever the number
    of rows in the call or the thread that computes it, so a verification row equals a one-token forward's bit for
    bit. The elementwise maths is written op for op as transformers' Llama code does it (compiled without contraction,
@@ -50,6 +54,7 @@ typedef __m512 vec;
 #define VZERO() _mm512_setzero_ps()
 #define VSET1(v) _mm512_set1_ps(v)
 #define VHALF(p) _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(p)))
+#define VEQUAL(a, b) ((unsigned)_mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ)) /* a bit per lane where a == b */
 #define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define VMUL(a, b) _mm512_mul_ps(a, b)
 #define VADD(a, b) _mm512_add_ps(a, b)
@@ -74,6 +79,7 @@ typedef __m256 vec;
 #define VZERO() _mm256_setzero_ps()
 #define VSET1(v) _mm256_set1_ps(v)
 #define VHALF(p) _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(p)))
+#define VEQUAL(a, b) ((unsigned)_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_EQ_OQ)))
 #define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define VMUL(a, b) _mm256_mul_ps(a, b)
 #define VADD(a, b) _mm256_add_ps(a, b)
@@ -93,6 +99,33 @@ static inline float VSUM(__m256 v) { /* the lanes' sum as a fixed tree: halves, 
 }
 #endif
 #define VECS (GROUP / LANES)
+
+/* int8 rows (see the vocabulary): a vector of LANES int32 sums, each adding a pair of int16 products (k and k + 1):
+   IPAIRS widens 2 LANES int8 weights (LANES outputs' pairs) to int16, IDOT multiplies them by a broadcast pair of
+   the row's int16 values and adds each pair into its sum (one instruction with VNNI) */
+#if defined(__AVX512F__)
+typedef __m512i ivec;
+#define IZERO() _mm512_setzero_si512()
+#define IPAIRS(p) _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(p)))
+#define ISET1(v) _mm512_set1_epi32(v)
+#define ITOFLOAT(v) _mm512_cvtepi32_ps(v)
+#if defined(__AVX512VNNI__)
+#define IDOT(sums, a, b) _mm512_dpwssd_epi32(sums, a, b)
+#else
+#define IDOT(sums, a, b) _mm512_add_epi32(sums, _mm512_madd_epi16(a, b))
+#endif
+#else
+typedef __m256i ivec;
+#define IZERO() _mm256_setzero_si256()
+#define IPAIRS(p) _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p)))
+#define ISET1(v) _mm256_set1_epi32(v)
+#define ITOFLOAT(v) _mm256_cvtepi32_ps(v)
+#if defined(__AVXVNNI__)
+#define IDOT(sums, a, b) _mm256_dpwssd_avx_epi32(sums, a, b)
+#else
+#define IDOT(sums, a, b) _mm256_add_epi32(sums, _mm256_madd_epi16(a, b))
+#endif
+#endif
 #ifndef PREFETCH_K
 #define PREFETCH_K 32 /* software prefetch of the weights this many rows of k ahead (2 KiB): one core alone
                          keeps too few reads in flight to stream at the memory's rate (0: none) */
@@ -343,6 +376,51 @@ static void run_job(const job_t *job, int threads) { run_pieces(run_group, job, 
 int sd_group(void) { return GROUP; }
 int sd_lanes(void) { return LANES; }
 
+/* Greedy verification's rows: for each row r < M of x [M][n], first[r] = the first index of its largest value, and
+   where out is given out[r] = its softmax, e^(x - max) / sum (the kernels' exp; torch's softmax and max(dim) give
+   the same index and values within a few units in the last place). Rows are pieces of the thread pool. Returns 1
+   where a row holds a value that is not finite: then nothing written is to be used (the caller takes torch's rules). */
+typedef struct { const float *x; int n; float *out; int64_t *first; atomic_int bad; } rows_task_t;
+
+static void softmax_row_piece(const void *context, int r, int thread) {
+    (void)thread;
+    rows_task_t *task = (rows_task_t *)context;
+    int n = task->n, i = 0;
+    const float *row = task->x + (size_t)r * n;
+    vec top = VSET1(-INFINITY), finite = VZERO(); /* finite: sums of v - v, 0 unless a lane saw an inf or a NaN */
+    for (; i + LANES <= n; i += LANES) {
+        vec v = VLOAD(row + i);
+        top = VMAX(top, v), finite = VADD(finite, VSUB(v, v));
+    }
+    float lanes[LANES], best = -INFINITY, check = 0.0f;
+    VSTORE(lanes, top);
+    for (int l = 0; l < LANES; l++) best = lanes[l] > best ? lanes[l] : best;
+    VSTORE(lanes, finite);
+    for (int l = 0; l < LANES; l++) check += lanes[l];
+    for (; i < n; i++) best = row[i] > best ? row[i] : best, check += row[i] - row[i];
+    if (check != 0.0f || best != best || best == INFINITY || best == -INFINITY) {
+        atomic_store(&task->bad, 1);
+        return;
+    }
+    int at = 0;
+    for (; at + LANES <= n; at += LANES) {
+        unsigned hits = VEQUAL(VLOAD(row + at), VSET1(best));
+        if (hits) { at += __builtin_ctz(hits); break; }
+    }
+    if (at + LANES > n) while (at < n && row[at] != best) at++; /* the tail, when no full vector held it */
+    task->first[r] = at;
+    if (!task->out) return;
+    float *out = task->out + (size_t)r * n;
+    memcpy(out, row, n * sizeof(float));
+    exp_shifted(out, n, best);
+    vec sums = VZERO();
+    for (i = 0; i + LANES <= n; i += LANES) sums = VADD(sums, VLOAD(out + i));
+    float total = VSUM(sums);
+    for (; i < n; i++) total += out[i];
+    for (i = 0; i + LANES <= n; i += LANES) VSTORE(out + i, VDIV(VLOAD(out + i), VSET1(total)));
+    for (; i < n; i++) out[i] /= total;
+}
+
 /* out [M][K] = weight * (x * 1 / sqrt(mean(x^2) + eps)): transformers' LlamaRMSNorm in float32 */
 static void rms_norm(const float *x, int M, int K, const float *weight, float eps, float *out) {
     for (int m = 0; m < M; m++) {
@@ -358,6 +436,12 @@ static void rms_norm(const float *x, int M, int K, const float *weight, float ep
         float scale = 1.0f / sqrtf(total / (float)K + eps);
         for (int k = 0; k < K; k++) out[(size_t)m * K + k] = weight[k] * (row[k] * scale);
     }
+}
+
+int sd_softmax_first(const float *x, int M, int n, float *out, int64_t *first, int threads) {
+    rows_task_t task = {x, n, out, first, 0};
+    run_pieces(softmax_row_piece, &task, M, threads);
+    return atomic_load(&task.bad);
 }
 
 /* y [M][N] = x @ W.T + bias, and + residual [M][N] where residual is given */
@@ -621,4 +705,72 @@ int sd_layers(const layer_t *layers, int n_layers, const shape_t *shape, float *
     }
     free(normed); free(qkv); free(q); free(attended); free(after); free(gated); free(scores);
     return status;
+}
+
+/* --- int8 rows ------------------------------------------------------------------------------------------------- */
+typedef struct {
+    const int16_t *x; int M, K;          /* x [M][K] (K even): the rows rounded to int16 */
+    const int8_t *W; const float *scales; int N;
+    const float *row_scales; float *y; /* row_scales [M]: each row's int16 step; y [M][N] */
+} int8_job_t;
+
+#define INT8_ROWS 4 /* rows a tile: 4 rows x 2 vectors of sums, beside 2 weight vectors, fit AVX2's 16 registers */
+
+/* output group j (GROUP outputs) of every row: rows INT8_ROWS at a time, the group's columns 2 vectors at a time */
+static void int8_group(const void *context, int j, int thread) {
+    (void)thread;
+    const int8_job_t *job = context;
+    const int pairs = job->K / 2;
+    const int8_t *group = job->W + (size_t)j * GROUP * job->K;
+    for (int m = 0; m < job->M; m += INT8_ROWS) {
+        const int rows = job->M - m < INT8_ROWS ? job->M - m : INT8_ROWS;
+        for (int c = 0; c < GROUP; c += 2 * LANES) {
+            ivec sums[INT8_ROWS][2];
+            for (int r = 0; r < INT8_ROWS; r++) sums[r][0] = sums[r][1] = IZERO();
+            const int8_t *w = group + 2 * c;
+            for (int p = 0; p < pairs; p++, w += 2 * GROUP) {
+#if PREFETCH_K
+                if (c == 0) _mm_prefetch((const char *)w + PREFETCH_K * GROUP * 2, _MM_HINT_T0);
+#endif
+                ivec w0 = IPAIRS(w), w1 = IPAIRS(w + 2 * LANES);
+                for (int r = 0; r < rows; r++) {
+                    int32_t pair;
+                    memcpy(&pair, job->x + (size_t)(m + r) * job->K + 2 * p, sizeof pair);
+                    ivec xb = ISET1(pair);
+                    sums[r][0] = IDOT(sums[r][0], w0, xb), sums[r][1] = IDOT(sums[r][1], w1, xb);
+                }
+            }
+            for (int r = 0; r < rows; r++) {
+                float *y = job->y + (size_t)(m + r) * job->N + (size_t)j * GROUP + c;
+                const float *scales = job->scales + (size_t)j * GROUP + c;
+                vec step = VSET1(job->row_scales[m + r]);
+                for (int v = 0; v < 2; v++)
+                    VSTORE(y + v * LANES, VMUL(VMUL(ITOFLOAT(sums[r][v]), step), VLOAD(scales + v * LANES)));
+            }
+        }
+    }
+}
+
+/* y [M][N] = x @ W.T for int8 rows W ([N / GROUP][K / 2][GROUP][2] bytes, K even) and their scales [N]; x [M][K]
+   float32. Each row of x is rounded to int16 steps of its largest magnitude, as many steps as keep every int32 sum
+   exact (|sum| <= K * 127 * steps < 2^31; 16,383 steps at most). Returns 1 where it cannot allocate its scratch. */
+int sd_linear_int8(const float *x, int M, int K, const int8_t *W, const float *scales, int N, float *y, int threads) {
+    long most = 2147483647L / (127L * K);
+    float steps = (float)(most < 16383 ? most : 16383);
+    int16_t *rounded = malloc((size_t)M * K * sizeof(int16_t));
+    float *row_scales = malloc((size_t)M * sizeof(float));
+    if (!rounded || !row_scales) { free(rounded); free(row_scales); return 1; }
+    for (int m = 0; m < M; m++) {
+        const float *row = x + (size_t)m * K;
+        float largest = 0.0f;
+        for (int k = 0; k < K; k++) largest = fabsf(row[k]) > largest ? fabsf(row[k]) : largest;
+        row_scales[m] = largest / steps;
+        float inverse = largest > 0.0f ? steps / largest : 0.0f;
+        for (int k = 0; k < K; k++) rounded[(size_t)m * K + k] = (int16_t)lrintf(row[k] * inverse);
+    }
+    int8_job_t job = {rounded, M, K, W, scales, N, row_scales, y};
+    run_pieces(int8_group, &job, N / GROUP, threads);
+    free(rounded);
+    free(row_scales);
+    return 0;
 }
