@@ -84,7 +84,7 @@ class EagleDrafter(FeatureDrafter):
         ids, rows = [], []
         for i in range(k):
             # out: predicted feature of position n - 1 + i, as the head feeds itself; the rows read it normed
-            q, token = self.head_rows.rows(self.head.norm(out), context)
+            q, token = self.head_rows.rows(self.head.normed(out), context)
             rows.append(q)
             ids.append(token[0])
             if context.unsure(q[0]):
@@ -120,7 +120,7 @@ class EagleDrafter(FeatureDrafter):
         base = self.cache.length  # slots of true (feature, token) pairs; the tree's come after them
         tree, level, features = GrowingTree(), [-1], root_out  # features: [len(level), d], before head.norm
         for d in range(1, depth + 1):
-            small = self.head_rows.logits(self.head.norm(features)).float()  # [len(level), Vd]
+            small = self.head_rows.logits(self.head.normed(features)).float()  # [len(level), Vd]
             if sampling is None:
                 children = tree.add_children(level, torch.log_softmax(small, dim=-1), vocab, shape.top)
             else:  # the budget left, shared evenly by the levels left (at least one node each while it lasts)
