@@ -4,7 +4,9 @@ as many rows run on.
 
 Why: a drafting step runs its torch ops on one thread (threads.step_threads), and a head's layer through torch is
 ~20 small ops and seven one-thread products per drafted token; on the target's kernels the products stream on both
-cores and the small ops run inside the same call. Used where the target runs on the lab kernels (its measured path)
+cores and the small ops run inside the same call. The layers' matrices are int8 rows there (lab_kernels.packed_layer
+with int8: half float16's bytes, for a forward of one drafted token that reads the whole layer and is bound by
+memory), where every product's input width is even. Used where the target runs on the lab kernels (its measured path)
 and the head's layers fit them (lab_kernels.layer_misfit); otherwise LayerCache.
 
 An EAGLE-3 layer ("concat" input, heads.EagleHead) projects [input_layernorm(embedding); hidden_norm(feature)] and
@@ -63,7 +65,9 @@ class LabLayerCache:
         self.cos, self.sin = shared_rope_tables(config, max_length, torch.float32)  # [max_length, head_dim]
         self.max_length, self.length = max_length, 0
         self.threads = threads
-        self.packed = [lab_kernels.packed_layer(layer) for layer in self.layers]  # made once per layer, shared
+        # int8 rows where they fit: a drafted token reads the whole layer, bound by memory (made once per layer)
+        int8 = not any(lab_kernels.int8_misfit(layer) for layer in self.layers)
+        self.packed = [lab_kernels.packed_layer(layer, int8=int8) for layer in self.layers]
         self.c_layers = (native_kernels.Layer * len(self.layers))(*[
             lab_kernels.c_layer(w, keys, values) for w, keys, values in zip(self.packed, self.keys, self.values)])
         self.c_shape = native_kernels.Shape(config.hidden_size, config.num_attention_heads, kv_heads, attn.head_dim,

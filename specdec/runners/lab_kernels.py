@@ -38,6 +38,9 @@ class PackedLayer(NamedTuple):
     gated_bias: Optional[torch.Tensor]  # [2 I]: gate's then up's, or None
     down: torch.Tensor  # [d / GROUP, I, GROUP]
     down_bias: Optional[torch.Tensor]
+    # None: the matrices above are float16 groups; else they are int8 rows (native_kernels.Int8Rows' values: a
+    # drafter's own layer, packed_layer(int8=True)) and these their scales in packed group order, (qkv, o, gated, down)
+    scales: Optional[tuple] = None
 
 
 class PackedModel(NamedTuple):
@@ -55,6 +58,8 @@ _LAYER_FITS: "weakref.WeakKeyDictionary[torch.nn.Module, str]" = weakref.WeakKey
 # each decoder layer's packed weights, shared by every model that holds the layer (a drafter running the target's first
 # layers, as early exit does, reads the target's packed copies rather than making its own)
 _PACKED_LAYERS: "weakref.WeakKeyDictionary[torch.nn.Module, PackedLayer]" = weakref.WeakKeyDictionary()
+# a drafter's own layers as int8 rows (packed_layer(int8=True))
+_PACKED_INT8_LAYERS: "weakref.WeakKeyDictionary[torch.nn.Module, PackedLayer]" = weakref.WeakKeyDictionary()
 # a head's own products (EAGLE's fc, EAGLE-3's fuse): the packed weight, or None where it cannot be packed
 _PACKED_LINEARS: "weakref.WeakKeyDictionary[torch.nn.Module, Optional[torch.Tensor]]" = weakref.WeakKeyDictionary()
 
@@ -120,19 +125,32 @@ def packed_model(model) -> PackedModel:
     return known
 
 
-def packed_layer(layer) -> PackedLayer:
-    """The decoder layer's packed weights, made once per layer and shared by every model that holds it."""
-    known = _PACKED_LAYERS.get(layer)
+def packed_layer(layer, int8: bool = False) -> PackedLayer:
+    """The decoder layer's packed weights, made once per layer and shared by every model that holds it; int8: as
+    int8 rows (a drafter's own layer, bound by memory when it drafts: half the bytes; its outputs need not be exact)."""
+    made = _PACKED_INT8_LAYERS if int8 else _PACKED_LAYERS
+    known = made.get(layer)
     if known is None:
-        known = _PACKED_LAYERS[layer] = _pack_layer(layer)
+        known = made[layer] = _pack_layer(layer, int8)
     return known
 
 
+def int8_misfit(layer) -> str:
+    """'' where the layer can also run as int8 rows (every product's input width even), else why not."""
+    attn, mlp = layer.self_attn, layer.mlp
+    widths = (attn.q_proj.in_features, attn.o_proj.in_features, mlp.gate_proj.in_features, mlp.down_proj.in_features)
+    return "" if all(width % 2 == 0 for width in widths) else "lab kernels: int8 rows need even input widths"
+
+
 def packed_layer_bytes(layer) -> int:
-    """Bytes of the layer's packed weights, 0 where none were made."""
-    known = _PACKED_LAYERS.get(layer)
-    return 0 if known is None else sum(t.numel() * t.element_size() for t in (known.qkv, known.o, known.gated,
-                                                                               known.down))
+    """Bytes of the layer's packed weights (float16 and int8 copies), 0 where none were made."""
+    total = 0
+    for made in (_PACKED_LAYERS, _PACKED_INT8_LAYERS):
+        known = made.get(layer)
+        if known is not None:
+            tensors = (known.qkv, known.o, known.gated, known.down) + tuple(known.scales or ())
+            total += sum(t.numel() * t.element_size() for t in tensors)
+    return total
 
 
 def packed_linear(module: torch.nn.Linear) -> Optional[torch.Tensor]:
@@ -165,17 +183,27 @@ def _bias(*modules) -> Optional[torch.Tensor]:
     return torch.cat([b.detach() if b is not None else torch.zeros(m.weight.shape[0]) for m, b in zip(modules, biases)])
 
 
-def _pack_layer(layer) -> PackedLayer:
+def _pack_layer(layer, int8: bool = False) -> PackedLayer:
     attn, mlp = layer.self_attn, layer.mlp
+    qkv = (attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight)
+    if int8:
+        packed = (native_kernels.pack_int8(torch.cat([w.detach() for w in qkv])),
+                  native_kernels.pack_int8(attn.o_proj.weight),
+                  native_kernels.pack_gated_int8(mlp.gate_proj.weight, mlp.up_proj.weight),
+                  native_kernels.pack_int8(mlp.down_proj.weight))
+        matrices, scales = [rows.values for rows in packed], tuple(rows.scales for rows in packed)
+    else:
+        matrices = [native_kernels.pack(*qkv), native_kernels.pack(attn.o_proj.weight),
+                    native_kernels.pack_gated(mlp.gate_proj.weight, mlp.up_proj.weight),
+                    native_kernels.pack(mlp.down_proj.weight)]
+        scales = None
     return PackedLayer(
         input_norm=(layer.input_layernorm.weight.detach(), layer.input_layernorm.variance_epsilon),
-        qkv=native_kernels.pack(attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight),
-        qkv_bias=_bias(attn.q_proj, attn.k_proj, attn.v_proj),
-        o=native_kernels.pack(attn.o_proj.weight), o_bias=_bias(attn.o_proj),
+        qkv=matrices[0], qkv_bias=_bias(attn.q_proj, attn.k_proj, attn.v_proj),
+        o=matrices[1], o_bias=_bias(attn.o_proj),
         post_norm=(layer.post_attention_layernorm.weight.detach(), layer.post_attention_layernorm.variance_epsilon),
-        gated=native_kernels.pack_gated(mlp.gate_proj.weight, mlp.up_proj.weight),
-        gated_bias=_bias(mlp.gate_proj, mlp.up_proj),
-        down=native_kernels.pack(mlp.down_proj.weight), down_bias=_bias(mlp.down_proj),
+        gated=matrices[2], gated_bias=_bias(mlp.gate_proj, mlp.up_proj),
+        down=matrices[3], down_bias=_bias(mlp.down_proj), scales=scales,
     )
 
 
@@ -186,10 +214,13 @@ def _ptr(tensor: Optional[torch.Tensor]) -> Optional[int]:
 def c_layer(w: PackedLayer, keys: torch.Tensor, values: torch.Tensor) -> native_kernels.Layer:
     """The layer's weights and one sequence's cache ([kv_heads, cache_len, head_dim] each) as the addresses the
     kernels read (the tensors must outlive it)."""
-    return native_kernels.Layer(w.input_norm[0].data_ptr(), w.input_norm[1], w.qkv.data_ptr(), _ptr(w.qkv_bias),
-                                w.o.data_ptr(), _ptr(w.o_bias), w.post_norm[0].data_ptr(), w.post_norm[1],
-                                w.gated.data_ptr(), _ptr(w.gated_bias), w.down.data_ptr(), _ptr(w.down_bias),
-                                keys.data_ptr(), values.data_ptr())
+    layer = native_kernels.Layer(w.input_norm[0].data_ptr(), w.input_norm[1], w.qkv.data_ptr(), _ptr(w.qkv_bias),
+                                 w.o.data_ptr(), _ptr(w.o_bias), w.post_norm[0].data_ptr(), w.post_norm[1],
+                                 w.gated.data_ptr(), _ptr(w.gated_bias), w.down.data_ptr(), _ptr(w.down_bias),
+                                 keys.data_ptr(), values.data_ptr())
+    if w.scales is not None:
+        layer.qkv_scales, layer.o_scales, layer.gated_scales, layer.down_scales = (t.data_ptr() for t in w.scales)
+    return layer
 
 
 class LabKernelRunner(StaticLlamaRunner):

@@ -149,7 +149,10 @@ class Layer(ctypes.Structure):
         ("post_norm", ctypes.c_void_p), ("post_eps", ctypes.c_float), ("gated", ctypes.c_void_p),
         ("gated_bias", ctypes.c_void_p), ("down", ctypes.c_void_p), ("down_bias", ctypes.c_void_p),
         ("keys", ctypes.c_void_p), ("values", ctypes.c_void_p),
-        ("given_input", ctypes.c_void_p), ("given_width", ctypes.c_int)]  # NULL: q, k, v project input_norm(hidden)
+        ("given_input", ctypes.c_void_p), ("given_width", ctypes.c_int),  # NULL: q, k, v project input_norm(hidden)
+        # NULL: float16 groups; else the matrix is int8 rows with these scales (a drafter's layer)
+        ("qkv_scales", ctypes.c_void_p), ("o_scales", ctypes.c_void_p), ("gated_scales", ctypes.c_void_p),
+        ("down_scales", ctypes.c_void_p)]
 
 
 class Shape(ctypes.Structure):
@@ -249,6 +252,14 @@ def pack_int8(weight: torch.Tensor) -> Int8Rows:
         values = torch.cat([values, values.new_zeros(rows, 1)], dim=1)
     packed = values.to(torch.int8).view(rows // group(), group(), values.shape[1] // 2, 2).permute(0, 2, 1, 3)
     return Int8Rows(packed.contiguous(), scales.contiguous(), width)
+
+
+def pack_gated_int8(gate: torch.Tensor, up: torch.Tensor) -> Int8Rows:
+    """A gated pair as int8 rows: gate group j, then up group j, for every j (as pack_gated), with their scales."""
+    gate_rows, up_rows = pack_int8(gate), pack_int8(up)
+    values = torch.stack([gate_rows.values, up_rows.values], dim=1).flatten(0, 1).contiguous()
+    scales = torch.stack([gate_rows.scales.view(-1, group()), up_rows.scales.view(-1, group())], dim=1).flatten()
+    return Int8Rows(values, scales.contiguous(), gate_rows.width)
 
 
 def product_int8(x: torch.Tensor, rows: Int8Rows, threads: int) -> torch.Tensor:

@@ -1,7 +1,9 @@
 """An EAGLE head's layers on the lab kernels (drafters/lab_layer_cache.py), where its target runs on them: the same
-features as the torch cache up to the order of sums, greedy output the target's own, sampled output the target's
+features as the torch cache of its int8 rows up to the order of sums and its inputs' int16 rounding, greedy output the target's own, sampled output the target's
 law (chi-square as in test_zoo_heads.py)."""
 from __future__ import annotations
+
+import copy
 
 from specdec import DecodeSettings
 from specdec.drafters.eagle import EagleDrafter
@@ -66,20 +68,40 @@ def test_layers_the_kernels_do_not_fit_keep_the_torch_cache():
     assert type(layer_cache(head.layers, head.config, 16, torch.float32, "lab", lambda rows: 2)) is LayerCache
 
 
+def as_int8_rows(layers):
+    """A copy of the layers whose matrices are the int8 rows the lab cache packs them into (what it computes with)."""
+    copied = copy.deepcopy(layers)
+    with torch.no_grad():
+        for module in copied.modules():
+            if isinstance(module, torch.nn.Linear):
+                module.weight.copy_(native_kernels.pack_int8(module.weight).matrix().float())
+    return copied
+
+
+def within_a_thousandth(features: torch.Tensor, expected: torch.Tensor) -> bool:
+    return (features - expected).abs().max() <= 1e-3 * expected.abs().max()
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_the_lab_cache_computes_the_torch_caches_features(layout):  # features of ~10: sums in another order
+def test_the_lab_cache_computes_the_torch_caches_features_of_its_int8_rows(layout):
+    # features of ~10: sums in another order, and each input row rounded to int16 steps (1/16,383 of its largest)
     head = kernel_head_drafter(kernel_target(), layout).head
     width = head.config.hidden_size * (2 if layout == "concat" else 1)
     lab = LabLayerCache(head.layers, head.config, 32, lambda rows: 2)
-    torch_cache = LayerCache(head.layers, head.config, 32, torch.float32)
+    torch_cache = LayerCache(as_int8_rows(head.layers), head.config, 32, torch.float32)
     generator = torch.Generator().manual_seed(0)
     chain = [torch.randn(n, width, generator=generator) for n in (3, 1, 2)]
     for hidden in chain:  # a chain: causal, slot = rotary position
-        assert torch.allclose(lab.forward(hidden), torch_cache.forward(hidden), rtol=1e-4, atol=1e-4)
+        assert within_a_thousandth(lab.forward(hidden), torch_cache.forward(hidden))
     tree = torch.randn(3, width, generator=generator)  # three siblings at one depth, each seeing the chain and itself
     mask = torch.cat([torch.ones(3, 6, dtype=torch.bool), torch.eye(3, dtype=torch.bool)], dim=1)
-    assert torch.allclose(lab.forward(tree, positions=[6, 6, 6], mask=mask),
-                          torch_cache.forward(tree, positions=[6, 6, 6], mask=mask), rtol=1e-4, atol=1e-4)
+    assert within_a_thousandth(lab.forward(tree, positions=[6, 6, 6], mask=mask),
+                               torch_cache.forward(tree, positions=[6, 6, 6], mask=mask))
+
+
+def test_a_heads_layers_on_the_lab_kernels_are_int8_rows_where_every_width_is_even():
+    head = kernel_head_drafter(kernel_target(), "concat").head
+    assert all(packed.scales is not None for packed in LabLayerCache(head.layers, head.config, 8, lambda rows: 1).packed)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

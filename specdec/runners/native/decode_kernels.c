@@ -245,7 +245,11 @@ typedef struct {
     int N;                             /* outputs per row (a gated pair: GROUP-multiples of silu(gate) * up) */
     float *y; const float *residual;   /* y [M][N]; residual [M][N] for RESIDUAL */
     int mode;
+    const float *scales;               /* int8 rows: each packed group's outputs' scales, W then holds int8; else NULL */
+    const int16_t *rounded; const float *steps; /* int8 rows: x rounded to int16 [M][K], each row's step [M] */
 } job_t;
+
+static void int8_rows(const job_t *job, int m, int rows, int group, float *sums);
 
 /* output group j (GROUP outputs) of every row; the rows in blocks of at most NARROW_ROWS, as even as they divide */
 static void run_group(const void *context, int j, int thread) {
@@ -260,8 +264,13 @@ static void run_group(const void *context, int j, int thread) {
     for (int m = 0, b = 0; m < job->M; b++) {
         int rows = (job->M - m + (blocks - b) - 1) / (blocks - b);
         const float *x = job->x + (size_t)m * job->K;
-        group_rows(x, rows, job->K, w, sums);
-        if (job->mode == GATED) group_rows(x, rows, job->K, w + (size_t)GROUP * job->K, up);
+        if (job->scales) { /* int8 rows: packed group j * stride (and the up group after it) */
+            int8_rows(job, m, rows, j * stride, sums);
+            if (job->mode == GATED) int8_rows(job, m, rows, j * stride + 1, up);
+        } else {
+            group_rows(x, rows, job->K, w, sums);
+            if (job->mode == GATED) group_rows(x, rows, job->K, w + (size_t)GROUP * job->K, up);
+        }
         for (int r = 0; r < rows; r++) {
             float *y = job->y + (size_t)(m + r) * N + n0;
             const float *s = sums + r * GROUP, *u = up + r * GROUP;
@@ -369,7 +378,24 @@ static void run_pieces(piece_fn fn, const void *context, int count, int threads)
     pthread_mutex_unlock(&one_task_at_a_time);
 }
 
-static void run_job(const job_t *job, int threads) { run_pieces(run_group, job, job->N / GROUP, threads); }
+static void round_rows(const float *x, int M, int K, int16_t *rounded, float *steps);
+
+/* a product's pieces on the pool; int8 rows first round x to int16 (its scratch: 1 where it cannot be allocated) */
+static int run_job(job_t *job, int threads) {
+    int16_t *rounded = NULL;
+    float *steps = NULL;
+    if (job->scales) {
+        rounded = malloc((size_t)job->M * job->K * sizeof(int16_t));
+        steps = malloc((size_t)job->M * sizeof(float));
+        if (!rounded || !steps) { free(rounded); free(steps); return 1; }
+        round_rows(job->x, job->M, job->K, rounded, steps);
+        job->rounded = rounded, job->steps = steps;
+    }
+    run_pieces(run_group, job, job->N / GROUP, threads);
+    free(rounded);
+    free(steps);
+    return 0;
+}
 
 /* --- the calls -------------------------------------------------------------------------------------------------- */
 
@@ -451,24 +477,31 @@ void sd_linear(const float *x, int M, int K, const uint16_t *W, const float *bia
     run_job(&job, threads);
 }
 
+/* sd_linear through W's int8 rows where scales is given (0, or 1 where its scratch cannot be allocated) */
+static int linear_scaled(const float *x, int M, int K, const uint16_t *W, const float *scales, const float *bias,
+                         int N, const float *residual, float *y, int threads) {
+    job_t job = {x, M, K, W, bias, N, y, residual, residual ? RESIDUAL : PLAIN, scales};
+    return run_job(&job, threads);
+}
+
 /* gated [M][N] = silu(norm(x) @ Wgate.T) * (norm(x) @ Wup.T) for a gated pair W; normed: scratch [M][K] */
-static void sd_norm_gated(const float *x, int M, int K, const float *norm_weight, float eps, const uint16_t *W,
-                          const float *bias, int N, float *normed, float *gated, int threads) {
+static int sd_norm_gated(const float *x, int M, int K, const float *norm_weight, float eps, const uint16_t *W,
+                         const float *scales, const float *bias, int N, float *normed, float *gated, int threads) {
     rms_norm(x, M, K, norm_weight, eps, normed);
-    job_t job = {normed, M, K, W, bias, N, gated, NULL, GATED};
-    run_job(&job, threads);
+    job_t job = {normed, M, K, W, bias, N, gated, NULL, GATED, scales};
+    return run_job(&job, threads);
 }
 
 /* One attention block's input side: [q | k | v] = normed @ Wqkv.T + bias (normed [M][K]; scratch qkv
    [M][Nq + 2 Nkv]); rotary on q and k with cos, sin [M][head_dim] (transformers' apply_rotary_pos_emb:
    q * cos + rotate_half(q) * sin); q out [M][Nq]; k and v written to the caches [kv_heads][cache_len][head_dim] at
    positions slot .. slot + M - 1. */
-static void sd_qkv_rotary(const float *normed, int M, int K, const uint16_t *W, const float *bias, int Nq, int Nkv,
-                          int head_dim, const float *cos, const float *sin, float *qkv, float *q, float *keys,
-                          float *values, int cache_len, int slot, int threads) {
+static int sd_qkv_rotary(const float *normed, int M, int K, const uint16_t *W, const float *scales,
+                         const float *bias, int Nq, int Nkv, int head_dim, const float *cos, const float *sin, float *qkv,
+                         float *q, float *keys, float *values, int cache_len, int slot, int threads) {
     int N = Nq + 2 * Nkv, half = head_dim / 2;
-    job_t job = {normed, M, K, W, bias, N, qkv, NULL, PLAIN};
-    run_job(&job, threads);
+    job_t job = {normed, M, K, W, bias, N, qkv, NULL, PLAIN, scales};
+    if (run_job(&job, threads)) return 1;
     for (int m = 0; m < M; m++) {
         const float *row = qkv + (size_t)m * N, *c = cos + (size_t)m * head_dim, *s = sin + (size_t)m * head_dim;
         for (int part = 0; part < 2; part++) { /* q, then k */
@@ -485,6 +518,7 @@ static void sd_qkv_rotary(const float *normed, int M, int K, const uint16_t *W, 
         for (int h = 0; h < Nkv / head_dim; h++)
             memcpy(values + ((size_t)h * cache_len + slot + m) * head_dim, v + h * head_dim, head_dim * sizeof(float));
     }
+    return 0;
 }
 
 /* r[i] = the sum of v[i]'s lanes, for LANES vectors at once: lanes added in pairs within 128-bit blocks, then the
@@ -673,6 +707,8 @@ typedef struct {                  /* one decoder layer's packed weights and this
     float *keys, *values;                            /* [kv_heads][cache_len][head_dim] */
     const float *given_input; int given_width;       /* NULL, or what q, k, v project instead of input_norm(hidden):
                                                         [M][given_width], already normed (EAGLE-3's layer) */
+    const float *qkv_scales, *o_scales, *gated_scales, *down_scales; /* NULL, or the matrix is int8 rows (a drafter's
+                                                        layer) with these scales in its packed groups' order */
 } layer_t;
 
 typedef struct { int width, heads, kv_heads, head_dim, inner, cache_len; float scale; } shape_t;
@@ -692,15 +728,17 @@ int sd_layers(const layer_t *layers, int n_layers, const shape_t *shape, float *
     for (int i = 0; status == 0 && i < n_layers; i++) {
         const layer_t *w = layers + i;
         if (!w->given_input) rms_norm(hidden, M, d, w->input_norm, w->input_eps, normed);
-        sd_qkv_rotary(w->given_input ? w->given_input : normed, M, w->given_input ? w->given_width : d, w->qkv,
-                      w->qkv_bias, nq, nkv, shape->head_dim, cos, sin, qkv, q, w->keys, w->values, shape->cache_len,
-                      start, threads);
+        if (sd_qkv_rotary(w->given_input ? w->given_input : normed, M, w->given_input ? w->given_width : d, w->qkv,
+                          w->qkv_scales, w->qkv_bias, nq, nkv, shape->head_dim, cos, sin, qkv, q, w->keys, w->values,
+                          shape->cache_len, start, threads)) { status = -1; break; }
         attention(q, M, shape->heads, shape->kv_heads, shape->head_dim, w->keys, w->values, shape->cache_len, start,
                   visible, shape->scale, scores, attended, threads);
-        sd_linear(attended, M, nq, w->o, w->o_bias, d, hidden, after, threads);
-        sd_norm_gated(after, M, d, w->post_norm, w->post_eps, w->gated, w->gated_bias, shape->inner, normed, gated,
-                      threads);
-        sd_linear(gated, M, shape->inner, w->down, w->down_bias, d, after, hidden, threads);
+        status = -(linear_scaled(attended, M, nq, w->o, w->o_scales, w->o_bias, d, hidden, after, threads)
+                   || sd_norm_gated(after, M, d, w->post_norm, w->post_eps, w->gated, w->gated_scales, w->gated_bias,
+                                    shape->inner, normed, gated, threads)
+                   || linear_scaled(gated, M, shape->inner, w->down, w->down_scales, w->down_bias, d, after, hidden,
+                                    threads));
+        if (status) break;
         if (kept && kept[i + 1]) memcpy(kept[i + 1], hidden, rows * d * sizeof(float));
     }
     free(normed); free(qkv); free(q); free(attended); free(after); free(gated); free(scores);
@@ -708,69 +746,59 @@ int sd_layers(const layer_t *layers, int n_layers, const shape_t *shape, float *
 }
 
 /* --- int8 rows ------------------------------------------------------------------------------------------------- */
-typedef struct {
-    const int16_t *x; int M, K;          /* x [M][K] (K even): the rows rounded to int16 */
-    const int8_t *W; const float *scales; int N;
-    const float *row_scales; float *y; /* row_scales [M]: each row's int16 step; y [M][N] */
-} int8_job_t;
-
 #define INT8_ROWS 4 /* rows a tile: 4 rows x 2 vectors of sums, beside 2 weight vectors, fit AVX2's 16 registers */
 
-/* output group j (GROUP outputs) of every row: rows INT8_ROWS at a time, the group's columns 2 vectors at a time */
-static void int8_group(const void *context, int j, int thread) {
-    (void)thread;
-    const int8_job_t *job = context;
-    const int pairs = job->K / 2;
-    const int8_t *group = job->W + (size_t)j * GROUP * job->K;
-    for (int m = 0; m < job->M; m += INT8_ROWS) {
-        const int rows = job->M - m < INT8_ROWS ? job->M - m : INT8_ROWS;
+/* rounded [M][K] = each row of x in int16 steps of its largest magnitude (steps[m] the step), as many steps as keep
+   every int32 sum of K products with int8 weights exact (|sum| <= K * 127 * steps < 2^31; 16,383 steps at most) */
+static void round_rows(const float *x, int M, int K, int16_t *rounded, float *steps) {
+    long most = 2147483647L / (127L * K);
+    float count = (float)(most < 16383 ? most : 16383);
+    for (int m = 0; m < M; m++) {
+        const float *row = x + (size_t)m * K;
+        float largest = 0.0f;
+        for (int k = 0; k < K; k++) largest = fabsf(row[k]) > largest ? fabsf(row[k]) : largest;
+        steps[m] = largest / count;
+        float inverse = largest > 0.0f ? count / largest : 0.0f;
+        for (int k = 0; k < K; k++) rounded[(size_t)m * K + k] = (int16_t)lrintf(row[k] * inverse);
+    }
+}
+
+/* sums[r][GROUP] = the job's rows m .. m + rows - 1 (rounded) . packed int8 group `group` of W, times each row's step
+   and each output's scale: INT8_ROWS rows at a time, the group's columns 2 vectors at a time */
+static void int8_rows(const job_t *job, int m, int rows, int group, float *sums) {
+    const int K = job->K, pairs = K / 2;
+    const int8_t *weights = (const int8_t *)job->W + (size_t)group * GROUP * K;
+    const float *scales = job->scales + (size_t)group * GROUP;
+    for (int r0 = 0; r0 < rows; r0 += INT8_ROWS) {
+        const int block = rows - r0 < INT8_ROWS ? rows - r0 : INT8_ROWS;
         for (int c = 0; c < GROUP; c += 2 * LANES) {
-            ivec sums[INT8_ROWS][2];
-            for (int r = 0; r < INT8_ROWS; r++) sums[r][0] = sums[r][1] = IZERO();
-            const int8_t *w = group + 2 * c;
+            ivec acc[INT8_ROWS][2];
+            for (int r = 0; r < INT8_ROWS; r++) acc[r][0] = acc[r][1] = IZERO();
+            const int8_t *w = weights + 2 * c;
             for (int p = 0; p < pairs; p++, w += 2 * GROUP) {
 #if PREFETCH_K
-                if (c == 0) _mm_prefetch((const char *)w + PREFETCH_K * GROUP * 2, _MM_HINT_T0);
+                if (c == 0 && r0 == 0) _mm_prefetch((const char *)w + PREFETCH_K * GROUP * 2, _MM_HINT_T0);
 #endif
                 ivec w0 = IPAIRS(w), w1 = IPAIRS(w + 2 * LANES);
-                for (int r = 0; r < rows; r++) {
+                for (int r = 0; r < block; r++) {
                     int32_t pair;
-                    memcpy(&pair, job->x + (size_t)(m + r) * job->K + 2 * p, sizeof pair);
+                    memcpy(&pair, job->rounded + (size_t)(m + r0 + r) * K + 2 * p, sizeof pair);
                     ivec xb = ISET1(pair);
-                    sums[r][0] = IDOT(sums[r][0], w0, xb), sums[r][1] = IDOT(sums[r][1], w1, xb);
+                    acc[r][0] = IDOT(acc[r][0], w0, xb), acc[r][1] = IDOT(acc[r][1], w1, xb);
                 }
             }
-            for (int r = 0; r < rows; r++) {
-                float *y = job->y + (size_t)(m + r) * job->N + (size_t)j * GROUP + c;
-                const float *scales = job->scales + (size_t)j * GROUP + c;
-                vec step = VSET1(job->row_scales[m + r]);
+            for (int r = 0; r < block; r++) {
+                vec step = VSET1(job->steps[m + r0 + r]);
                 for (int v = 0; v < 2; v++)
-                    VSTORE(y + v * LANES, VMUL(VMUL(ITOFLOAT(sums[r][v]), step), VLOAD(scales + v * LANES)));
+                    VSTORE(sums + (r0 + r) * GROUP + c + v * LANES,
+                           VMUL(VMUL(ITOFLOAT(acc[r][v]), step), VLOAD(scales + c + v * LANES)));
             }
         }
     }
 }
 
 /* y [M][N] = x @ W.T for int8 rows W ([N / GROUP][K / 2][GROUP][2] bytes, K even) and their scales [N]; x [M][K]
-   float32. Each row of x is rounded to int16 steps of its largest magnitude, as many steps as keep every int32 sum
-   exact (|sum| <= K * 127 * steps < 2^31; 16,383 steps at most). Returns 1 where it cannot allocate its scratch. */
+   float32. Returns 1 where it cannot allocate its scratch. */
 int sd_linear_int8(const float *x, int M, int K, const int8_t *W, const float *scales, int N, float *y, int threads) {
-    long most = 2147483647L / (127L * K);
-    float steps = (float)(most < 16383 ? most : 16383);
-    int16_t *rounded = malloc((size_t)M * K * sizeof(int16_t));
-    float *row_scales = malloc((size_t)M * sizeof(float));
-    if (!rounded || !row_scales) { free(rounded); free(row_scales); return 1; }
-    for (int m = 0; m < M; m++) {
-        const float *row = x + (size_t)m * K;
-        float largest = 0.0f;
-        for (int k = 0; k < K; k++) largest = fabsf(row[k]) > largest ? fabsf(row[k]) : largest;
-        row_scales[m] = largest / steps;
-        float inverse = largest > 0.0f ? steps / largest : 0.0f;
-        for (int k = 0; k < K; k++) rounded[(size_t)m * K + k] = (int16_t)lrintf(row[k] * inverse);
-    }
-    int8_job_t job = {rounded, M, K, W, scales, N, row_scales, y};
-    run_pieces(int8_group, &job, N / GROUP, threads);
-    free(rounded);
-    free(row_scales);
-    return 0;
+    return linear_scaled(x, M, K, (const uint16_t *)W, scales, NULL, N, NULL, y, threads);
 }
