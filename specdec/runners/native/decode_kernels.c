@@ -23,7 +23,10 @@
    of rows in the call or the thread that computes it, so a verification row equals a one-token forward's bit for
    bit. The elementwise maths is written op for op as transformers' Llama code does it (compiled without contraction,
    -ffp-contract=off); sums (products, attention's, RMSNorm's mean of squares) are ordered differently from torch's,
-   and e^x (softmax, SiLU) is the kernels' own vexp, as accurate as torch's vectorised one. */
+   and e^x (softmax, SiLU) is the kernels' own vexp, as accurate as torch's vectorised one.
+   One file: native_kernels.py builds it with one compiler call and keys the build by these bytes. In order: the
+   vector macros, vexp, the product tiles, the thread pool, the calls (greedy rows, products), attention, the layers,
+   int8 rows. */
 #define _GNU_SOURCE
 #include <immintrin.h>
 #include <math.h>
