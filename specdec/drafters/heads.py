@@ -199,8 +199,8 @@ class EagleHead(nn.Module):
         self.product = module_product  # (module, hidden) -> fuse's and fc's products when drafting; see use_product
 
     def use_product(self, product) -> None:
-        """Compute fuse and fc through product(module, hidden) (a drafter's kernels: lab_layer_cache.lab_product);
-        training (autograd on) always goes through the modules."""
+        """Compute fuse and fc through product(module, hidden) (a drafter's kernels: lab_layer_cache.lab_product), which
+        goes through the module itself while autograd is on (training), as module_product does."""
         self.product = product
 
     def init_identity(self, seed: int = 0, final_norm_weight: torch.Tensor | None = None) -> None:
@@ -240,16 +240,14 @@ class EagleHead(nn.Module):
         if self.fuse is None:
             return states
         parts = unit_rms(states.unflatten(-1, (len(self.feature_layers), -1)).float(), self.config.rms_norm_eps)
-        parts = parts.flatten(-2).to(self.fuse.weight.dtype)
-        return self.fuse(parts) if torch.is_grad_enabled() else self.product(self.fuse, parts)
+        return self.product(self.fuse, parts.flatten(-2).to(self.fuse.weight.dtype))
 
     def inputs(self, features: torch.Tensor, token_embeddings: torch.Tensor) -> torch.Tensor:
         """features, token_embeddings [..., d] -> the layers' input: fc's [..., d], or concat's [embedding;
         feature] [..., 2d] (split again by the layer, _attention_input)."""
         if self.fc is None:
             return torch.cat([token_embeddings.to(features.dtype), features], dim=-1)
-        joined = torch.cat([features, token_embeddings * self.EMB_SCALE], dim=-1)
-        return self.fc(joined) if torch.is_grad_enabled() else self.product(self.fc, joined)
+        return self.product(self.fc, torch.cat([features, token_embeddings * self.EMB_SCALE], dim=-1))
 
     def forward_sequences(self, x: torch.Tensor, cos, sin, return_kv: bool = False):
         """Training and teacher-forced use: inputs [B, T, d or 2d] -> predicted features [B, T, d], before `norm`

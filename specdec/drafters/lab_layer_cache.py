@@ -40,10 +40,11 @@ def layer_cache(layers, config, max_length: int, dtype: torch.dtype, kernels: st
 
 def lab_product(threads: Callable[[int], int]):
     """A head's product(module, hidden) (EagleHead.use_product) on the lab kernels for linear layers that pack
-    (lab_kernels.packed_linear), on threads(rows) threads; else heads.module_product."""
+    (lab_kernels.packed_linear), on threads(rows) threads, when drafting; else heads.module_product (training, with
+    autograd on, goes through the module there)."""
     def product(module, hidden: torch.Tensor) -> torch.Tensor:
         packed = lab_kernels.packed_linear(module)
-        if packed is None:
+        if packed is None or torch.is_grad_enabled():
             return module_product(module, hidden)
         rows = hidden.reshape(-1, hidden.shape[-1])  # [n, in]
         out = native_kernels.product(rows, packed, threads(rows.shape[0]))  # [n, out]

@@ -473,18 +473,18 @@ int sd_softmax_first(const float *x, int M, int n, float *out, int64_t *first, i
     return atomic_load(&task.bad);
 }
 
-/* y [M][N] = x @ W.T + bias, and + residual [M][N] where residual is given */
-void sd_linear(const float *x, int M, int K, const uint16_t *W, const float *bias, int N,
-               const float *residual, float *y, int threads) {
-    job_t job = {x, M, K, W, bias, N, y, residual, residual ? RESIDUAL : PLAIN};
-    run_job(&job, threads);
-}
-
-/* sd_linear through W's int8 rows where scales is given (0, or 1 where its scratch cannot be allocated) */
+/* y [M][N] = x @ W.T + bias, and + residual [M][N] where residual is given; W's int8 rows where scales is given
+   (0, or 1 where their scratch cannot be allocated) */
 static int linear_scaled(const float *x, int M, int K, const uint16_t *W, const float *scales, const float *bias,
                          int N, const float *residual, float *y, int threads) {
     job_t job = {x, M, K, W, bias, N, y, residual, residual ? RESIDUAL : PLAIN, scales};
     return run_job(&job, threads);
+}
+
+/* linear_scaled for float16 groups (no scratch: it cannot fail) */
+void sd_linear(const float *x, int M, int K, const uint16_t *W, const float *bias, int N,
+               const float *residual, float *y, int threads) {
+    linear_scaled(x, M, K, W, NULL, bias, N, residual, y, threads);
 }
 
 /* gated [M][N] = silu(norm(x) @ Wgate.T) * (norm(x) @ Wup.T) for a gated pair W; normed: scratch [M][K] */
