@@ -8,14 +8,13 @@ Invariants between steps, with seq = prompt + emitted tokens:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Iterator, Optional
 
-from specdec.drafters.base import Drafter, ProposalContext, hidden_request
-from specdec.drafters.draft_model import as_drafter
 from specdec.engine.events import DecodeSettings, RunResult, StepEvent, TreeNode, check_settings
 from specdec.engine.gate import GATE
 from specdec.engine.metrics import measure_memory, start_memory_probe, summarize
+from specdec.engine.proposals import ProposalContext, hidden_request
 from specdec.engine.sampling import build_warpers, greedy_probabilities, probabilities
 from specdec.engine.schedules import Decision, KSchedule, make_schedule
 from specdec.engine.trace import drafted_tokens, final_token, top_tokens
@@ -35,6 +34,9 @@ from specdec.models.prompting import check_context
 from specdec.runners.threads import model_threads, threads_for_step
 
 import torch
+
+if TYPE_CHECKING:  # the engine calls drafters through engine/proposals.py's interface alone
+    from specdec.drafters.base import Drafter
 
 
 @dataclass
@@ -59,7 +61,7 @@ class Generation:
     """Iterate for StepEvents as they happen; result() for text, ids, events and metrics.
 
     draft: None runs the target-only baseline through the same model-call code and warping; a
-    Drafter proposes tokens; a LoadedModel is the draft-model drafter (same tokenizer).
+    Drafter proposes tokens (planning/run.start makes one of a draft model, or of `auto`'s plan).
     ignore_eos: run on past end-of-text tokens (timing baselines that must match another run's length);
     `eos_ids`, the ids that end the run, is public and may also be emptied before the first step.
     schedule: a KSchedule to use instead of settings.k_schedule's (a plan's auto schedule, probes, tests).
@@ -84,7 +86,10 @@ class Generation:
     ):
         check_settings(settings)
         self.target, self.settings = target, settings
-        self.drafter: Optional[Drafter] = as_drafter(target, draft)
+        if draft is not None and not callable(getattr(draft, "propose", None)):
+            raise TypeError(f"Generation needs a Drafter or None, not {type(draft).__name__}: start a run through "
+                            "specdec.start (planning/run.py), which makes a draft model into its drafter")
+        self.drafter: Optional[Drafter] = draft
         self.draft_label = label or (self.drafter.name if self.drafter is not None else None)
         self.plan = plan
         self.sampling = settings.mode == "sampling"
@@ -141,11 +146,10 @@ class Generation:
             text=self.target.decode(self.token_ids),
             events=self.events,
             metrics=metrics,
-            settings=self.settings,
+            settings=replace(self.settings, k_schedule=self.schedule.name) if self.schedule.name else self.settings,
             target_name=self.target.name,
             draft_name=self.draft_label,
             auto=self.plan,
-            k_schedule=self.schedule.name,
         )
 
     # -- the loop ---------------------------------------------------------------------------
@@ -316,10 +320,6 @@ def cut_at_stop(candidates: list[int], eos_ids: tuple[int, ...], remaining: int)
         if token in eos_ids:
             return candidates[: i + 1], "eos"
     return candidates[:remaining], None
-
-
-def generate(target, draft, prompt_ids: list[int], settings: DecodeSettings = DecodeSettings(), **kwargs) -> RunResult:
-    return Generation(target, draft, prompt_ids, settings, **kwargs).result()
 
 
 def _checked_prompt(prompt_ids: list[int], vocab_limit: int) -> list[int]:

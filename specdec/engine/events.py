@@ -275,11 +275,16 @@ class RunResult:
     text: Optional[str]  # None when the model has no tokenizer
     events: list[StepEvent]
     metrics: RunMetrics
-    settings: DecodeSettings
+    settings: DecodeSettings  # as the run ran them: k_schedule is the schedule that chose each step's K (a planned
+    # run's "auto", whatever was asked; a test's unnamed schedule leaves the asked one)
     target_name: str = ""
     draft_name: Optional[str] = None  # None: target-only baseline; "auto": planned (its choice in `auto`)
     auto: Optional[dict] = None  # the `auto` plan's choice: planning.choice.AutoChoice.to_dict()
-    k_schedule: str = ""  # the K schedule that ran (the plan's "auto" for a planned run; else the settings')
+
+    @property
+    def k_schedule(self) -> str:
+        """The K schedule that ran."""
+        return self.settings.k_schedule
 
     def to_dict(self) -> dict:
         return {
@@ -292,5 +297,4 @@ class RunResult:
             "steps": [e.to_dict() for e in self.events],
             "metrics": self.metrics.to_dict(),
             "auto": self.auto,
-            "k_schedule": self.k_schedule,
         }

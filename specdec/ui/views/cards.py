@@ -5,7 +5,7 @@ from html import escape
 
 from specdec.engine.events import RunMetrics
 from specdec.engine.theory import draft_capacity, expected_tokens_per_forward, measured_alpha
-from specdec.measure.speedup import pairs_for_interval
+from specdec.measure.intervals import pairs_for_interval
 from specdec.measure.sweep import THEORY_MIN_SHARE
 from specdec.models.memory import format_bytes
 

@@ -1,4 +1,4 @@
-"""One process-wide set-up (specdec/serving/process.py) for every entry point: the CLI and the app run under the same
+"""One process-wide set-up (specdec/process.py) for every entry point: the CLI and the app run under the same
 OpenMP wait policy and so choose the same measured path."""
 import json
 import os
@@ -15,7 +15,7 @@ APP_PATH = """
 import json, sys
 import app  # the app's entry module, as `python app.py` imports it
 from specdec import load_model
-from specdec.serving.process import describe_process
+from specdec.process import describe_process
 print(json.dumps({"process": describe_process(), "path": load_model("lab-target").tuned.to_dict()}))
 """
 
@@ -38,14 +38,14 @@ def records(cache: Path) -> list[dict]:
 
 @pytest.mark.parametrize("first_import", ["import specdec", "import specdec.cli.main", "import specdec.ui.launch"])
 def test_every_entry_point_sets_the_passive_wait_policy_before_torch(tmp_path, first_import):
-    code = f"{first_import}; import os, json; from specdec.serving.process import describe_process; " \
+    code = f"{first_import}; import os, json; from specdec.process import describe_process; " \
            "print(json.dumps([os.environ.get('OMP_WAIT_POLICY'), describe_process()]))"
     policy, state = json.loads(run(["-c", code], clean_env(tmp_path)))
     assert policy == "PASSIVE" and state["applied"] and state["omp_wait_policy"] == "PASSIVE"
 
 
 def test_after_torch_the_set_up_changes_nothing_and_says_so(tmp_path):
-    code = "import torch, specdec, os, json; from specdec.serving.process import describe_process; " \
+    code = "import torch, specdec, os, json; from specdec.process import describe_process; " \
            "print(json.dumps([os.environ.get('OMP_WAIT_POLICY'), describe_process()]))"
     policy, state = json.loads(run(["-c", code], clean_env(tmp_path)))
     assert policy is None and not state["applied"] and "torch was imported before specdec" in state["reason"]
