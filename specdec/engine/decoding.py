@@ -20,6 +20,7 @@ from specdec.engine.schedules import Decision, KSchedule, make_schedule
 from specdec.engine.trace import drafted_tokens, final_token, top_tokens
 from specdec.engine.tree import shown_nodes
 from specdec.engine.verify import (
+    GreedyVerifier,
     SampledVerifier,
     Verdict,
     greedy_choices,
@@ -67,6 +68,8 @@ class Generation:
     schedule: a KSchedule to use instead of settings.k_schedule's (a plan's auto schedule, probes, tests).
     label, plan: what the run reports as its draft and the plan that chose it (planning/run.py plans `auto`
     before a Generation exists); by default the drafter's own name and no plan.
+    sampled_verifier, greedy_verifier: the verification rules (the real ones by default); the "Is it exact?" check
+    passes a broken one on purpose (exactness/verifier_faults.py), never decoding.
     """
 
     def __init__(
@@ -78,6 +81,7 @@ class Generation:
         *,
         generator: Optional[torch.Generator] = None,
         sampled_verifier: SampledVerifier = verify_sampled,
+        greedy_verifier: Optional[GreedyVerifier] = None,
         top_n: int = 5,
         ignore_eos: bool = False,
         schedule: Optional[KSchedule] = None,
@@ -90,6 +94,9 @@ class Generation:
             raise TypeError(f"Generation needs a Drafter or None, not {type(draft).__name__}: start a run through "
                             "specdec.start (planning/run.py), which makes a draft model into its drafter")
         self.drafter: Optional[Drafter] = draft
+        # what a drafter that learns across requests had learnt as this run starts (None for the others): the run's
+        # record says so, and its timed repeats replay it (measure/speedup.py); taken before the engine's clock runs
+        self.learned = draft.snapshot() if getattr(draft, "learns_across_requests", False) else None
         self.draft_label = label or (self.drafter.name if self.drafter is not None else None)
         self.plan = plan
         self.sampling = settings.mode == "sampling"
@@ -102,14 +109,14 @@ class Generation:
         check_context(target, len(self.prompt_ids), settings.max_new_tokens)
         self.warpers = build_warpers(settings)
         self.generator = generator or _seeded_generator(settings.seed, target.device)
-        self.verify_sampled = sampled_verifier
+        self.verify_sampled, self.broken_greedy = sampled_verifier, greedy_verifier
         self.top_n = top_n
         self.eos_ids = () if ignore_eos else target.eos_token_ids
         self.schedule = schedule or make_schedule(settings.k_schedule, settings.k)
         # a tree drafter drafts trees (tree.py); sampled trees need the real multi-candidate verifier, so a run
         # with another verifier (verifier_faults.py) chains
         self.drafts_tree = self.drafter is not None and self.drafter.tree_shape is not None and (
-            not self.sampling or sampled_verifier is verify_sampled)
+            sampled_verifier is verify_sampled if self.sampling else greedy_verifier is None)
         # target KV room beyond the run's own tokens: K drafts, or a tree's nodes
         self.verify_slots = max(self.settings.k, self.drafter.tree_shape.nodes if self.drafts_tree else 0)
         self.context = ProposalContext(self.sampling, self.warpers, self.generator, self.schedule.stop_below)
@@ -150,6 +157,8 @@ class Generation:
             target_name=self.target.name,
             draft_name=self.draft_label,
             auto=self.plan,
+            draft_family=self.drafter.family if self.drafter is not None else None,
+            learned=self.learned,
         )
 
     # -- the loop ---------------------------------------------------------------------------
@@ -256,7 +265,8 @@ class Generation:
         rows [>= k, V], None when k = 0. Greedy p is the softmax of the raw logits; sampling p is warped."""
         q = logits.new_zeros((0, logits.shape[-1])) if not draft_ids else q[: len(draft_ids)]
         if not self.sampling:
-            return verify_greedy(draft_ids, logits), greedy_probabilities(logits, self._threads(len(logits))), q
+            verdict = (self.broken_greedy or verify_greedy)(draft_ids, logits)
+            return verdict, greedy_probabilities(logits, self._threads(len(logits))), q
         p = probabilities(logits, self.warpers)
         ids = torch.tensor(draft_ids, dtype=torch.long, device=logits.device)
         return self.verify_sampled(ids, p, q, self.generator), p, q
