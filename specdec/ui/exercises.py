@@ -2,7 +2,7 @@
 its question and its answer.
 
 An exercise names app components by their keys in layout.py's component dict (prompt, k, temperature, …,
-and the tab to open); tour.py turns one into a {component name: value} update and composes the answer
+and the tab to open); tabs/tour/callbacks.py turns one into a {component name: value} update and composes the answer
 from what the learner measured (its `evidence`) followed by the general `explanation` here. Nothing in
 these texts is a measured figure: the figures come from the learner's own runs.
 """

@@ -20,9 +20,9 @@ from specdec.measure.speedup import INTERACTIVE
 from specdec.models import fetch, loading
 from specdec.paths import REPO_ROOT
 from specdec.serving.limits import configure, describe
-from specdec.ui.callbacks import Lab
 from specdec.ui.deploy import add_limit_flags, apply_limits, public_deployment, resolve_limits, start_cleaner
 from specdec.ui.preload import PRELOAD, preload_in_background
+from specdec.ui.tabs.generate.callbacks import Lab
 
 log = logging.getLogger(__name__)
 ROOT = REPO_ROOT

@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Optional
 
 from specdec.engine.theory import measured_alpha
+from specdec.ui.exercises import find_exercise
 from specdec.ui.session import RunView
-from specdec.ui.tabs.exercises import find_exercise
 
 STORE_VERSION = 1
 STORE_KEY = "specdec-tour"  # the browser's localStorage key

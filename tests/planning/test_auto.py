@@ -390,8 +390,8 @@ def test_the_cost_model_asks_for_a_drafter_instead_of_auto():
 
 
 def test_the_generate_callback_shows_the_auto_choice_and_speculation_off_on_the_cards():
-    from specdec.ui.callbacks import Lab
     from specdec.ui.session import Session
+    from specdec.ui.tabs.generate.callbacks import Lab
 
     from tests.ui_fakes import FakeEngine
 

@@ -1,198 +1,26 @@
-"""The "Why this speedup?" tab: the cost model's prediction (specdec/measure/cost_model.py) for the sidebar's pair and
-K on a device, next to c, v(K) and the speedup measured on this machine with the real runners (a Sweep
-over K: specdec/measure/sweep.py). Callbacks are plain functions returning {output name: value} dicts."""
+"""The "Why this speedup?" tab's views: the prediction's summary (each forward's bytes, FLOPs and roofline bound), the
+roofline and speedup figures and the predicted-vs-measured table; plain functions of the cost model's Prediction
+(specdec/measure/cost_model.py) and this machine's measurement (cost_prediction.Measured)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import partial
 from html import escape
 from typing import Optional
 
-from specdec.engine.theory import median
 from specdec.measure import cost_model as cm
-from specdec.measure.device_presets import (
-    THIS_MACHINE,
-    cached_machine,
-    device_choices,
-    measure_this_machine,
-    preset,
-    with_dtype,
-)
-from specdec.measure.sweep import SweepPoint, SweepRunner, add_theory, parse_ks, plan_sweep, theory_applies
+from specdec.measure.sweep import theory_applies
 from specdec.models.memory import format_bytes
-from specdec.serving.limits import check_sweep_size, current
-from specdec.ui.callbacks import Lab, error_update, make_settings
-from specdec.ui.controls import run_controls
-from specdec.ui.models import pick_name
-from specdec.ui.session import Session
-from specdec.ui.tabs.sweep_run import integer_k_axis, measure_points
+from specdec.ui.cost_prediction import Measured
 from specdec.ui.views.plots import PALETTE, style_figure
-from specdec.ui.views.render import render_key_result, render_status
-from specdec.ui.wiring import DEVICE, on, on_stop, pick
+from specdec.ui.views.render import render_key_result
+from specdec.ui.views.sweep import integer_k_axis
 
-import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
-DTYPES = ["auto", "float32", "bfloat16", "float16"]
-DEFAULT_ALPHA = 0.7
 COLUMNS = ["K", "c predicted", "c measured", "v(K) predicted", "v(K) measured", "speedup predicted",
            "textbook predicted", "speedup measured", "95% interval"]
-NOT_MEASURED = ("This machine is not measured yet: press “Measure on this machine” (its bandwidth, matmul "
-                "peak and dispatch overhead first, in about a second, then c, v(K) and the speedup over K with the "
-                "real runners), or pick a preset device.")
-EXPLAIN = """**How the prediction is made.** A forward over n new tokens reads every weight once, the KV cache
-and its activations (**bytes**) and does 2 × weights × n plus attention **FLOPs**; its time is
-max(bytes / bandwidth, FLOPs / peak) plus a fixed **overhead** per forward and per layer (launching operations).
-Decoding one token does ~1 FLOP per weight byte (fp32: 0.5), far below a GPU's ridge point (peak / bandwidth,
-hundreds of FLOP per byte), so it is **bandwidth-bound**: verifying K+1 tokens reads the same weights and costs
-about one step, v(K) ≈ 1. Where the ridge is low (a CPU) or the overhead dominates, the picture changes.
-On **this machine** the weight products are not put on the roofline but timed by a measured curve: the time per
-weight byte of linear layers over M = 1, 2, 3, 5, 9, 17, 64, 256 rows on weights too big for the caches (a CPU
-BLAS runs a few rows far below both roofs, so v(K) is well above 1 there).
-c = drafting time per token / a target-only step; v(K) = a (K+1)-token target forward / a 1-token one;
-speedup = E / (K·c + v(K)), E = (1 − α^(K+1)) / (1 − α) (the textbook form takes v = 1). Measured c and v(K)
-come from timed runs of both decoders (the Sweep's definitions: whole steps, bookkeeping included)."""
 
-
-@dataclass(frozen=True)
-class Measured:
-    """A measurement of this machine for one pair (kept in the tab's gr.State)."""
-
-    target: str
-    draft: str
-    rows: tuple  # SweepRows of one draft and temperature over K, add_theory applied
-    context: int  # prompt tokens
-    dtype: str  # as the models were loaded
-    step_s: Optional[float] = None  # median target-only step (1-token forward and bookkeeping) over every pair
-
-
-def build(c: dict) -> None:
-    gr.Markdown("Predict a 1-token step, a (K+1)-token verification, c, v(K) and the speedup from the sidebar's "
-                "models and K, on a device; then measure them on this machine and compare.")
-    with gr.Row():
-        c["cost_device"] = gr.Dropdown(device_choices(), value=THIS_MACHINE, label="Device", scale=3)
-        c["cost_dtype"] = gr.Dropdown(DTYPES, value="auto", label="dtype (auto: as the app loads it)", scale=2)
-        c["cost_alpha"] = gr.Slider(0, 1, value=DEFAULT_ALPHA, step=0.01, label="α (accepted / evaluated) for the prediction",
-                                    scale=3, elem_id="cost-alpha")
-        c["cost_ks"] = gr.Textbox("1-8", label="K values to measure", scale=2, elem_id="cost-ks")
-    run_controls(c, "cost", "Measure on this machine", run_key="measure")
-    c["cost_summary"] = gr.HTML(render_status(NOT_MEASURED), elem_id="cost-summary", label="Prediction",
-                                show_label=False)
-    with gr.Row():
-        c["cost_roofline"] = gr.Plot(elem_id="cost-roofline", show_label=False, label="Roofline")
-        c["cost_speedup"] = gr.Plot(elem_id="cost-speedup", show_label=False, label="Speedup vs K")
-    c["cost_table"] = gr.Dataframe(pd.DataFrame(columns=COLUMNS), label="Predicted vs measured, per K",
-                                   elem_id="cost-table", max_height=320)
-    gr.Markdown(EXPLAIN, elem_classes=["explain-note"])
-    c["cost_state"] = gr.State(None)
-
-
-def wire(lab: Lab, c: dict, session) -> None:
-    allow = local_paths_allowed(lab)
-    view_in = [c[n] for n in ("target", "draft", "target_custom", "draft_custom", "k", "cost_device", "cost_dtype",
-                              "cost_alpha", "cost_state")]
-    view_out = pick(c, summary="cost_summary", roofline="cost_roofline", speedup="cost_speedup", table="cost_table",
-                    status="cost_status", error="cost_error")
-    show = partial(predict_view, allow_local_paths=allow)
-    for trigger in (c["cost_device"].change, c["cost_dtype"].change, c["cost_alpha"].release, c["k"].release,
-                    c["target"].change, c["draft"].change):
-        on(trigger, show, view_in, view_out, api_visibility="private")
-    settings = [c[n] for n in ("prompt", "clean", "target", "draft", "target_custom", "draft_custom", "k",
-                               "temperature", "top_p", "top_k", "max_new_tokens", "seed", "chat")]
-    on(c["cost_measure"].click, partial(measure, lab, allow_local_paths=allow),
-       [session, *settings, c["cost_device"], c["cost_dtype"], c["cost_ks"]],
-       {**view_out, **pick(c, state="cost_state", alpha="cost_alpha")},
-       api_name="cost_model", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=300, run_id=c["run_id"],
-       show_progress_on=[c["cost_speedup"]])
-    on_stop(c["cost_stop"].click, lab, session, c["run_id"], "cost_model", pick(c, status="cost_status"),
-            api_visibility="private")
-
-
-def local_paths_allowed(lab: Lab) -> bool:
-    """The Lab's allow_local_paths (its loader is a partial that carries it); False when it cannot tell."""
-    return bool(getattr(getattr(lab.load, "__wrapped__", None), "keywords", {}).get("allow_local_paths", False))
-
-
-# --- callbacks ----------------------------------------------------------------------------------------------
-
-def predict_view(target, draft, target_custom, draft_custom, k, device_key, dtype, alpha,
-                 measured: Optional[Measured] = None, *, allow_local_paths: bool = True, machine=cached_machine) -> dict:
-    """The prediction for the sidebar's pair on the chosen device, with this machine's measurement beside it
-    when one exists for this pair."""
-    try:
-        target, draft = pick_name(target, target_custom), pick_name(draft, draft_custom)
-        device = machine() if device_key == THIS_MACHINE else preset(device_key)
-        if device is None:
-            return {"summary": render_status(NOT_MEASURED), "status": "", "error": ""}
-        mine = measured if measured is not None and (measured.target, measured.draft) == (target, draft) else None
-        pred = prediction(target, draft, int(k), device, dtype or "auto", mine, allow_local_paths)
-        return render(pred, float(alpha), mine)
-    except Exception as exc:  # noqa: BLE001 (every failure becomes a visible message)
-        return error_update(exc)
-
-
-def prediction(target: str, draft: str, k: int, device, dtype: str, measured: Optional[Measured],
-               allow_local_paths: bool = True, measure_peak: bool = False) -> cm.Prediction:
-    """The cost model's prediction; on this machine a dtype's peak is measured only when measure_peak (the
-    Measure button, on the device's queue slot)."""
-    net = cm.target_network(target, allow_local_paths)
-    shape = cm.draft_shape(draft, net, allow_local_paths)
-    if dtype == "auto" and measured is not None and device.key == THIS_MACHINE:
-        dtype = measured.dtype
-    dtype = cm.choose_dtype(dtype, device, target, allow_local_paths)
-    if device.key == THIS_MACHINE:
-        device = with_dtype(device, dtype, measure=measure_peak)
-    ks = set(range(1, max(8, k) + 1)) | {r.k for r in (measured.rows if measured else ())}
-    return cm.predict(net, shape, device, dtype, k, tuple(sorted(ks)), measured.context if measured else cm.CONTEXT)
-
-
-def measure(lab: Lab, session: Session, prompt, clean_whitespace, target, draft, target_custom, draft_custom, k,
-            temperature, top_p, top_k, max_new_tokens, seed, chat, device_key, dtype, k_values,
-            progress=gr.Progress(), *, allow_local_paths: bool = True, machine=measure_this_machine):
-    """Generator for the Measure button: this machine's device figures, then a Sweep over the K values (the
-    sidebar's pair, temperature and settings; constant K); ends with prediction and measurement side by side
-    and the α slider set to the measured α."""
-    with session.timed_run():
-        try:
-            ks = parse_ks(k_values)
-            check_sweep_size(1, len(ks), 1, current())
-            names = pick_name(target, target_custom), pick_name(draft, draft_custom)
-            settings = make_settings(ks[0], temperature, top_p, top_k, max_new_tokens, seed)
-            prep = yield from lab.prepare(prompt, clean_whitespace, names[0], [names[1]], chat=chat is not False)
-            yield {"status": render_status("Measuring this machine: memory bandwidth, matmul peak, overhead…")}
-            device = machine()
-            runner = SweepRunner(lab.engine, prep.target, {names[1]: prep.draft}, prep.ids, settings,
-                                 session.measurements, lab.sweep_policy, lambda: session.stop_requested)
-            rows = yield from measure_points(runner, plan_sweep([names[1]], ks, [settings.temperature]), session,
-                                             progress)
-            measured = record(names, prep, runner, rows)
-            alpha = rows[0].alpha if rows else None  # pooled over K by add_theory
-            done = f"Measured {len(rows)} of {len(ks)} K values" + (" (stopped)." if session.stop_requested else ".")
-            pred = prediction(*names, int(k), device if device_key == THIS_MACHINE else preset(device_key),
-                              dtype or "auto", measured, allow_local_paths, measure_peak=True)
-            yield {**render(pred, DEFAULT_ALPHA if alpha is None else alpha, measured), "state": measured,
-                   "alpha": gr.skip() if alpha is None else alpha, "status": render_status(done)}
-        except Exception as exc:  # noqa: BLE001
-            yield error_update(exc)
-
-
-def record(names: tuple[str, str], prep, runner: SweepRunner, rows) -> Measured:
-    loaded = str(getattr(prep.target, "dtype", "")).replace("torch.", "")
-    return Measured(*names, tuple(add_theory(rows)), len(prep.ids), loaded if loaded in cm.DTYPE_BYTES else "auto",
-                    target_step_s(runner, rows))
-
-
-def target_step_s(runner: SweepRunner, rows) -> Optional[float]:
-    """The median target-only step over every timed pair of the measured points (BaselineCosts)."""
-    steps = [pair.follow.detail.step_s for row in rows
-             for pair in runner.measurement(SweepPoint(row.draft, row.k, row.temperature)).pairs
-             if getattr(pair.follow.detail, "step_s", None)]
-    return median(steps)
-
-
-# --- views ---------------------------------------------------------------------------------------------------
 
 def render(pred: cm.Prediction, alpha: float, measured: Optional[Measured]) -> dict:
     comparisons = cm.compare(pred, measured.rows) if measured else []
@@ -367,4 +195,3 @@ def comparison_table(pred: cm.Prediction, alpha: float, comparisons) -> pd.DataF
         interval = "–" if x is None or x.speedup_low is None else f"{x.speedup_low:.2f}–{x.speedup_high:.2f}"
         records.append([k, c, x and x.c_measured, v, x and x.v_measured, f, t, x and x.speedup_measured, interval])
     return pd.DataFrame(records, columns=COLUMNS).round(3)
-

@@ -1,55 +1,19 @@
-"""Take-aways: every plot downloads as SVG (a button in its toolbar; plotly's own camera gives PNG), and a
-session's results download as one self-contained HTML report a teacher can hand out.
-
-The report holds the last run's settings, its measured speedup with the interval, its metric cards, its
-coloured tokens, its figures, its steps table, the session's sweep and every measurement made in the
-session. plotly.js is inlined once (about 5 MB) and each figure is a div drawn by it: the file opens
-offline and loads nothing from the network.
-"""
+"""The session's HTML report, piece by piece: the last run's settings, its measured speedup with the interval, its
+figures, the session's sweep and every measurement made in the session, as HTML a teacher can hand out. Plain
+functions; tabs/generate/callbacks.build_report puts them in one self-contained file (plotly.js inlined once,
+about 5 MB, each figure a div drawn by it: the file opens offline and loads nothing from the network)."""
 from __future__ import annotations
 
-import datetime as dt
-import tempfile
-from functools import partial
 from html import escape
-from pathlib import Path
 
 from specdec.planning.choice import AUTO
-from specdec.ui.callbacks import Lab, error_update
 from specdec.ui.session import RunView, Session
-from specdec.ui.style import CSS
-from specdec.ui.tabs.sweep_run import sweep_update
 from specdec.ui.views.plots import run_figures, throughput_figure
-from specdec.ui.views.render import render_legend, render_tokens
-from specdec.ui.views.tables import DEFINITIONS, steps_dataframe
-from specdec.ui.wiring import on
+from specdec.ui.views.sweep import sweep_update
+from specdec.ui.views.tables import DEFINITIONS
 
-import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.offline import get_plotlyjs
-
-# --- SVG: a button in each plot's toolbar ----------------------------------------------------------------
-
-def svg_download_js(elem_id: str) -> str:
-    """Browser-side: plotly.js (loaded by gr.Plot) writes the plot in #elem_id as an SVG file."""
-    return (f"() => {{ const plot = document.querySelector('#{elem_id} .js-plotly-plot'); "
-            f"if (plot && window.Plotly) window.Plotly.downloadImage(plot, "
-            f"{{format: 'svg', filename: 'specdec-{elem_id}'}}); }}")
-
-
-def add_svg_buttons(c: dict) -> None:
-    """Puts an "SVG" button in the toolbar of every gr.Plot in `c` that has an elem_id (call it inside the
-    Blocks, after the plots exist). The click runs in the browser only: no server round trip."""
-    for plot in c.values():
-        if isinstance(plot, gr.Plot) and plot.elem_id:
-            button = gr.Button("SVG", size="sm", render=False, elem_id=f"{plot.elem_id}-svg",
-                               elem_classes=["svg-download"])
-            plot.buttons = [*(plot.buttons or []), button]
-            button.click(None, js=svg_download_js(plot.elem_id), api_visibility="private")
-
-
-# --- the HTML report ---------------------------------------------------------------------------------------
 
 # Gradio's theme variables used by style.CSS, given fixed values outside the app.
 REPORT_CSS = """
@@ -143,50 +107,3 @@ def measurements_html(session: Session) -> str:
 def definitions_html() -> str:
     items = "".join(f"<dt>{escape(name)}</dt><dd>{escape(text)}</dd>" for name, text in DEFINITIONS.items())
     return f"<h2>Definitions</h2><dl>{items}</dl>"
-
-
-def build_report(lab: Lab, session: Session, made: dt.datetime | None = None) -> str:
-    """The whole report as one HTML document (the session must have a last run)."""
-    view = session.last_run
-    made = (made or dt.datetime.now()).strftime("%Y-%m-%d %H:%M")
-    figures = "".join(figure_html(fig) for fig in run_figure_set(view).values())
-    body = (f"<h1>SpecDec Lab report</h1><p class='meta'>Made {made} · {escape(view.result.target_name)} with "
-            f"{escape(view.result.draft_name or 'no draft')}</p>"
-            f"<h2>Settings</h2>{settings_html(view)}"
-            f"<h2>Measured speedup</h2>{speedup_html(view)}"
-            f"<h2>Metrics</h2>{lab.view_cards(view)}"
-            f"<h2>Output, each token coloured by its fate</h2>{render_legend()}{render_tokens(view.events, view.prompt)}"
-            f"<h2>Figures</h2><p class='explain-note'>The camera icon on each figure downloads it as SVG.</p>{figures}"
-            f"<h2>Steps</h2>{table_html(steps_dataframe(view.events))}"
-            f"{sweep_html(session.sweep_rows)}{measurements_html(session)}{definitions_html()}")
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>SpecDec Lab report · {made}</title>"
-            f"<style>{REPORT_CSS}{CSS}</style><script>{get_plotlyjs()}</script></head>"
-            f"<body><main>{body}</main></body></html>")
-
-
-def write_report(lab: Lab, session: Session, folder: str | None = None) -> str:
-    path = Path(folder or tempfile.mkdtemp(prefix="specdec-")) / "specdec-report.html"
-    path.write_text(build_report(lab, session), encoding="utf-8")
-    return str(path)
-
-
-def download_report(lab: Lab, session: Session) -> dict:
-    """The "Download report" button: the session's report as a file, or a message when there is no run yet."""
-    try:
-        if session.last_run is None or session.last_run.result is None:
-            raise ValueError("No run to report yet: press Run first (the report is made from the session's last run).")
-        return {"report_file": write_report(lab, session), "error": ""}
-    except Exception as exc:  # noqa: BLE001 (every failure becomes a visible message)
-        return error_update(exc)
-
-
-def build_report_controls(c: dict) -> None:
-    with gr.Row():
-        c["report_btn"] = gr.Button("Download report (HTML)", size="sm", scale=0, min_width=220, elem_id="report-btn")
-        c["report_file"] = gr.File(label="Report: settings, figures, tables and tokens in one HTML file",
-                                   elem_id="report-file", scale=3)
-
-
-def wire_report(lab: Lab, c: dict, session) -> None:
-    on(c["report_btn"].click, partial(download_report, lab), [session],
-       {"report_file": c["report_file"], "error": c["error"]}, api_visibility="private")

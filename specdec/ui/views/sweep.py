@@ -1,5 +1,5 @@
-"""Sweep tab: the callback, its figures (measured vs both theory forms) and its table; pure apart from
-gr.Progress."""
+"""The Sweep's views: its figures (measured vs both theory forms), its table and CSV export, the best-K summary and
+How it works' fit table; plain functions of the measured SweepRows (the callback: tabs/sweep/callbacks.py)."""
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -8,28 +8,18 @@ from html import escape
 from specdec.measure.sweep import (
     CONSTANT,
     THEORY_MIN_SHARE,
-    SweepRunner,
-    add_theory,
     compare_schedules,
     fit_errors,
     group_key,
     group_order,
-    parse_ks,
-    parse_schedules,
-    parse_temperatures,
-    plan_sweep,
     theory_applies,
 )
 from specdec.models.memory import format_bytes
-from specdec.ui.callbacks import Lab, error_update, make_settings
-from specdec.ui.models import pick_name
-from specdec.ui.session import Session
 from specdec.ui.views.memory_plots import pareto_figure, peak_text
 from specdec.ui.views.plots import PALETTE, style_figure
 from specdec.ui.views.render import render_key_result, render_status
 from specdec.ui.views.tables import export_dataframe
 
-import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -264,60 +254,3 @@ def best_summary(rows) -> str:
     fits = " ".join(filter(None, [fit_summary(rows), *notes]))
     return (render_key_result(" ".join(lines + schedule_lines(rows)))
             + (render_status(f"Theory vs measured: {fits}") if fits else ""))
-
-
-
-def sweep(lab: Lab, session: Session, prompt, clean_whitespace, target, target_custom, drafts, ks, temperatures,
-          max_new_tokens, seed, top_p, top_k, chat=True, k_schedule="constant", schedules=None,
-          progress=gr.Progress()):
-    """Generator for the Sweep tab: every (draft, K schedule, K, temperature) point, a measured speedup.
-    `schedules`: the K schedules to compare (None: the sidebar's `k_schedule` alone)."""
-    with session.timed_run():
-        try:
-            k_values, temps = parse_ks(ks), parse_temperatures(temperatures)
-            names = parse_schedules([k_schedule] if schedules is None else schedules)
-            drafts = [d.strip() for d in ([drafts] if isinstance(drafts, str) else drafts or []) if d and d.strip()]
-            if not drafts:
-                raise ValueError("Pick at least one draft model for the sweep.")
-            base = make_settings(k_values[0], temps[0], top_p, top_k, max_new_tokens, seed, names[0])
-            prep = yield from lab.prepare(prompt, clean_whitespace, pick_name(target, target_custom), drafts,
-                                          chat=chat is not False)
-            runner = SweepRunner(lab.engine, prep.target, dict(zip(drafts, prep.drafts)), prep.ids, base,
-                                 session.measurements, lab.sweep_policy, lambda: session.stop_requested)
-            points = plan_sweep(drafts, k_values, temps, names)
-            rows = yield from measure_points(runner, points, session, progress)
-            session.sweep_rows = add_theory(rows)
-            lab.classroom.record_sweep(prep.text, rows)  # pooled on the class board
-            status = render_status(sweep_status(rows, points, session))
-            yield {**(sweep_update(rows) if rows else {}), "error": "", "status": status}
-        except Exception as exc:  # noqa: BLE001
-            yield error_update(exc)
-
-
-def measure_points(runner: SweepRunner, points, session: Session, progress):
-    """Generator: warm-up, then every point; the status line and the progress bar say the same thing.
-    Only these light updates go out while measuring (no figures): no drawing competes with the timing."""
-    desc = "Warming up (short untimed runs)…"
-    yield {"status": render_status(desc), "error": ""}
-    progress(0.0, desc=desc)  # after the yield: an update clears the progress bar until the next call
-    runner.warm_up()
-    rows = []
-    for i, point in enumerate(points):
-        if session.stop_requested:
-            break
-        schedule = "" if point.schedule == CONSTANT else f", {point.schedule}"
-        desc = (f"Measuring point {i + 1} of {len(points)}: {point.draft}{schedule}, K={point.k}, "
-                f"T={point.temperature:g}")
-        yield {"status": render_status(desc + "…")}
-        progress((i, len(points)), desc=desc, unit="points measured")
-        row = runner.measure(point)
-        if row is None:
-            break
-        rows.append(row)
-    return rows
-
-
-def sweep_status(rows, points, session: Session) -> str:
-    if session.stop_requested:
-        return f"Sweep stopped: {len(rows)} of {len(points)} points measured."
-    return f"Sweep finished: {len(rows)} of {len(points)} points measured."

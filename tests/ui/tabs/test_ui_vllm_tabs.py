@@ -1,10 +1,10 @@
 """The Race and the Sweep with Engine: vLLM server, on a scripted vLLM API and launcher (vllm_fakes.py): the engine
 side (specdec/vllm/engine.py, sweep.py) runs for real; no server starts. Real servers: test_vllm_server.py."""
 from specdec.measure.speedup import Policy
-from specdec.ui.callbacks import Lab
 from specdec.ui.session import Session
-from specdec.ui.tabs.race import run_race
-from specdec.ui.tabs.sweep import run_sweep
+from specdec.ui.tabs.generate.callbacks import Lab
+from specdec.ui.tabs.race.layout import run_race
+from specdec.ui.tabs.sweep.layout import run_sweep
 from specdec.ui.vllm import engine as vllm_engine
 
 import pytest

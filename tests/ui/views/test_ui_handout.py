@@ -3,7 +3,7 @@ room for a prediction, the measured figures and an answer, ready to print."""
 import html
 import re
 
-from specdec.ui.tabs.exercises import EXERCISES, Exercise
+from specdec.ui.exercises import EXERCISES, Exercise
 from specdec.ui.views.handout import FILE_NAME, handout_html, write_handout
 
 HANDOUT = handout_html(EXERCISES)

@@ -4,8 +4,8 @@ cards and report. Runs on real servers: test_vllm_server.py."""
 import json
 
 from specdec.measure.speedup import Policy
-from specdec.ui.callbacks import Lab
 from specdec.ui.session import Session
+from specdec.ui.tabs.generate.callbacks import Lab
 from specdec.ui.vllm import engine as vllm_engine
 
 import pytest
@@ -115,7 +115,7 @@ def test_the_servers_metrics_counters_are_shown_in_their_own_card(on_vllm):
 
 
 def test_the_html_report_of_a_vllm_run_has_vllms_cards_and_its_measurement(on_vllm):
-    from specdec.ui.tabs.report import build_report
+    from specdec.ui.tabs.generate.callbacks import build_report
 
     lab, session = on_vllm
     list(lab.generate(session, **ARGS))

@@ -1,125 +1,52 @@
-"""The Generate tab's callbacks: plain generators yielding {output name: value} dicts.
+"""The Generate tab's callbacks: Lab, the app's callbacks object (LabCore, what every tab shares, with Generate's
+own: a run streamed, measured and shown; the inspector and step-through), and the session's HTML report (the
+"Download report" button). Plain generators and functions yielding {output name: value} dicts.
 
-They run without a server (tests drive them with a fake engine); layout.py maps the dicts onto
-components, leaving any output a dict does not name untouched (so errors never wipe the screen).
+They run without a server (tests drive them with a fake engine); wiring.py maps the dicts onto components,
+leaving any output a dict does not name untouched (so errors never wipe the screen).
 """
 from __future__ import annotations
 
+import datetime as dt
+import tempfile
 import time
-from dataclasses import dataclass
-from functools import partial
+from html import escape
+from pathlib import Path
 
 from specdec.engine.events import DecodeSettings
 from specdec.engine.theory import live_metrics
-from specdec.measure.speedup import INTERACTIVE, SWEEP, Policy, cached
-from specdec.models.prompt_clean import clean_prompt
 from specdec.runners.tuning import chosen_for
 from specdec.serving.shared_measurements import sharing_note
-from specdec.ui.classroom import Classroom, queue_note, shared_run_note
-from specdec.ui.models import describe_error, load_target_and_drafts, pick_name
-from specdec.ui.names import explain_unknown_names
+from specdec.ui.classroom import queue_note, shared_run_note
+from specdec.ui.lab import LabCore, Prepared, error_update, final_status, make_settings, measuring_status
 from specdec.ui.session import RunView, Session
+from specdec.ui.style import CSS
 from specdec.ui.throttle import Throttle
 from specdec.ui.views import inspector
 from specdec.ui.views.cards import alpha_note, auto_card, render_cards, theory_note
 from specdec.ui.views.plots import run_figures, throughput_figure
-from specdec.ui.views.render import render_error, render_status, render_tokens
+from specdec.ui.views.render import render_legend, render_status, render_tokens
+from specdec.ui.views.report import (
+    REPORT_CSS,
+    definitions_html,
+    figure_html,
+    measurements_html,
+    run_figure_set,
+    settings_html,
+    speedup_html,
+    sweep_html,
+    table_html,
+)
 from specdec.ui.views.tables import export_trace, steps_dataframe
 from specdec.ui.views.verdict import render_progress, render_verdict
 
 import gradio as gr
+from plotly.offline import get_plotlyjs
 
 
-@dataclass
-class Prepared:
-    text: str  # the prompt as tokenised (after the optional clean-up)
-    target: object
-    drafts: list
-    ids: list
-
-    @property
-    def draft(self):
-        return self.drafts[0]
-
-
-def make_settings(k, temperature, top_p, top_k, max_new_tokens, seed, k_schedule="constant") -> DecodeSettings:
-    """Slider values -> DecodeSettings; top-p 1 and top-k 0 switch those warpers off."""
-    top_p = None if top_p is None or float(top_p) >= 1.0 else float(top_p)
-    top_k = None if not top_k or int(top_k) <= 0 else int(top_k)
-    seed = None if seed is None or seed == "" else int(seed)
-    return DecodeSettings(max_new_tokens=int(max_new_tokens), k=int(k), temperature=float(temperature),
-                          top_k=top_k, top_p=top_p, seed=seed, k_schedule=str(k_schedule or "constant"))
-
-
-def error_update(exc: BaseException) -> dict:
-    """Shows the problem as a toast and in the error box; every other output is left as it is."""
-    message = describe_error(exc)
-    gr.Warning(message)
-    return {"error": render_error(message), "status": ""}
-
-
-class Lab:
-    """Callbacks bound to an engine (the `specdec` package, or a fake in tests)."""
-
-    def __init__(self, engine=None, *, device: str = "auto", allow_local_paths: bool = True,
-                 token_interval_s: float = 0.02, heavy_interval_s: float = 0.25, settle_s: float = 0.3,
-                 policy: Policy = INTERACTIVE, sweep_policy: Policy = SWEEP, classroom: Classroom | None = None):
-        if engine is None:
-            import specdec as engine
-        self.engine = engine
-        self.load = explain_unknown_names(partial(engine.load_model, device=device, dtype="auto",
-                                                  trust_remote_code=False, allow_local_paths=allow_local_paths))
-        self.token_interval_s, self.heavy_interval_s = token_interval_s, heavy_interval_s
-        self.settle_s = settle_s  # pause before timed runs that follow a heavy UI update
-        self.policy, self.sweep_policy = policy, sweep_policy  # when a measurement has repeated enough
-        self.classroom = classroom or Classroom()  # what this process's users share (classroom.py)
-
-    # --- shared preparation ---------------------------------------------------------------------
-    def prepare(self, prompt, clean, target_name: str, draft_names: list[str], chat: bool = True):
-        """Generator: validates and cleans the prompt, loads the target and its drafters with progress
-        (a draft model must share the target's tokenizer or becomes a re-tokenised drafter), tokenises
-        (in the target's chat template when `chat` and it has one); returns a Prepared."""
-        if not (prompt or "").strip():
-            raise ValueError("The prompt is empty: type something (or pick an example) first.")
-        text, note = prompt, ""
-        if clean:
-            cleaned = clean_prompt(prompt)
-            text, note = cleaned.text, f"Whitespace clean-up: {cleaned.summary()}."
-        yield {"cleanup": note, "status": render_status("Loading models…")}
-        if not target_name or not draft_names or not all(draft_names):
-            raise ValueError("Choose a target and a draft (a preset, or a name or path).")
-        models = yield from relay(load_target_and_drafts(self.load, self.engine.load_drafter, target_name,
-                                                         draft_names),
-                                  lambda message: {"status": render_status(message)})
-        target, drafts = models[0], models[1:]
-        ids = self.engine.encode_prompt(target, text, chat)
-        if not ids:
-            raise ValueError("The prompt is empty after tokenisation.")
-        return Prepared(text, target, drafts, ids)
-
-    def prepare_pair(self, prompt, clean, target, draft, target_custom, draft_custom, chat=True):
-        return (yield from self.prepare(prompt, clean, pick_name(target, target_custom),
-                                        [pick_name(draft, draft_custom)], chat=chat is not False))
-
-    def measure_shared(self, session: Session, prep: Prepared, settings: DecodeSettings):
-        """Generator of the measurement's Progress (classroom.py): this configuration is measured once per app
-        process and shared by every session (a private prompt's, once per session); a request for one being
-        measured follows it; one waiting for the device says where it stands. Stop ends this request's part."""
-        yield from self.classroom.measure(self.engine, session, prep, settings, self.policy,
-                                          lambda: session.stop_requested)
-
-    def measure(self, session: Session, prep: Prepared, settings: DecodeSettings):
-        """Generator of speedup Estimates for this configuration (specdec.measure.speedup): a first figure
-        after one timed pair, then tighter ones; the same measurement for every session (measure_shared), so
-        Generate and Race show the same figure. Stop ends it after the current run."""
-        for progress in self.measure_shared(session, prep, settings):
-            if progress.estimate is not None:
-                yield progress.estimate
-
-    def measured_runs(self, session: Session, prep: Prepared, settings: DecodeSettings):
-        """The latest timed pair's (speculative, target-only) RunResults, or (None, None)."""
-        m = cached(session.measurements, prep.target, prep.draft, prep.ids, settings)
-        return (m.lead_result, m.follow_result) if m is not None else (None, None)
+class Lab(LabCore):
+    """The app's callbacks object: LabCore (what every tab shares) and the Generate tab's callbacks: a run streamed,
+    measured and shown, the inspector and step-through."""
 
     # --- Generate -------------------------------------------------------------------------------
     def generate(self, session: Session, prompt, clean_whitespace, target, draft, target_custom,
@@ -221,14 +148,6 @@ class Lab:
             "error": "",
         }
 
-    def stop(self, session: Session, run_id: str | None = None) -> dict:
-        """Asks the run that Stop was pressed during (run_id; the run in progress when None) to end after its
-        current step. It writes no output (only a toast): the run reports "Stopped" itself, and a reply
-        arriving after that must not replace it."""
-        if session.request_stop(run_id):
-            gr.Info("Stopping after the current step…")
-        return {}
-
     # --- inspector & step-through ---------------------------------------------------------------
     def show_step(self, session: Session, step, position: str | None = None) -> dict:
         """Step-through: the output up to `step` (highlighted), its story, and one of its tokens."""
@@ -273,30 +192,42 @@ class Lab:
         return {**self.show_step(session, step, position), "inspector_box": gr.update(open=True)}
 
 
-def measuring_status(est) -> str:
-    return (f"Measuring the speedup: {est.describe()} so far (timed repeats of both decoders, apart from "
-            f"the streamed run; Stop ends them)…")
-
-
-def final_status(est) -> str:
-    if est is None or est.repeats == 0:
-        return "Stopped before the first timed repeat: no speedup measured."
-    if est.state == "stopped":
-        return f"Stopped the measurement: {est.describe()}."
-    return f"Done. Speedup {est.describe()} (timed repeats of {est.new_tokens} tokens, apart from the streamed run)."
-
-
 def ran_pair(result) -> str:
     """Which models a run used, by their loaded names."""
     draft = f"draft {result.draft_name}" if result.draft_name else "no draft"
     return f"Ran {result.target_name} with {draft}."
 
 
-def relay(messages, wrap):
-    """`yield from` that wraps each yielded message; returns the inner generator's return value."""
-    while True:
-        try:
-            message = next(messages)
-        except StopIteration as stop:
-            return stop.value
-        yield wrap(message)
+def build_report(lab: Lab, session: Session, made: dt.datetime | None = None) -> str:
+    """The whole report as one HTML document (the session must have a last run)."""
+    view = session.last_run
+    made = (made or dt.datetime.now()).strftime("%Y-%m-%d %H:%M")
+    figures = "".join(figure_html(fig) for fig in run_figure_set(view).values())
+    body = (f"<h1>SpecDec Lab report</h1><p class='meta'>Made {made} · {escape(view.result.target_name)} with "
+            f"{escape(view.result.draft_name or 'no draft')}</p>"
+            f"<h2>Settings</h2>{settings_html(view)}"
+            f"<h2>Measured speedup</h2>{speedup_html(view)}"
+            f"<h2>Metrics</h2>{lab.view_cards(view)}"
+            f"<h2>Output, each token coloured by its fate</h2>{render_legend()}{render_tokens(view.events, view.prompt)}"
+            f"<h2>Figures</h2><p class='explain-note'>The camera icon on each figure downloads it as SVG.</p>{figures}"
+            f"<h2>Steps</h2>{table_html(steps_dataframe(view.events))}"
+            f"{sweep_html(session.sweep_rows)}{measurements_html(session)}{definitions_html()}")
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>SpecDec Lab report · {made}</title>"
+            f"<style>{REPORT_CSS}{CSS}</style><script>{get_plotlyjs()}</script></head>"
+            f"<body><main>{body}</main></body></html>")
+
+
+def write_report(lab: Lab, session: Session, folder: str | None = None) -> str:
+    path = Path(folder or tempfile.mkdtemp(prefix="specdec-")) / "specdec-report.html"
+    path.write_text(build_report(lab, session), encoding="utf-8")
+    return str(path)
+
+
+def download_report(lab: Lab, session: Session) -> dict:
+    """The "Download report" button: the session's report as a file, or a message when there is no run yet."""
+    try:
+        if session.last_run is None or session.last_run.result is None:
+            raise ValueError("No run to report yet: press Run first (the report is made from the session's last run).")
+        return {"report_file": write_report(lab, session), "error": ""}
+    except Exception as exc:  # noqa: BLE001 (every failure becomes a visible message)
+        return error_update(exc)

@@ -1,13 +1,12 @@
 """The Generate tab: Run / Stop, the coloured tokens, the metric cards, the token inspector and step-through,
-the run's plots, its steps table and its exports (API: `generate`, `stop`). The callbacks are Lab's
-(callbacks.py), plain generators of {output name: value}; this module lays the tab out and binds them."""
+the run's plots, its steps table, its exports and the session's report (API: `generate`, `stop`). The callbacks
+are Lab's (callbacks.py), plain generators of {output name: value}; this module lays the tab out and binds them."""
 from __future__ import annotations
 
 from functools import partial
 
-from specdec.ui.callbacks import Lab
 from specdec.ui.style import TOKEN_CLICK_JS
-from specdec.ui.tabs import report
+from specdec.ui.tabs.generate.callbacks import Lab, download_report
 from specdec.ui.views.render import render_legend, render_tokens
 from specdec.ui.views.tables import STEP_COLUMNS, empty_table
 from specdec.ui.wiring import CLASS_LANES, on, on_stop, pick
@@ -68,7 +67,7 @@ def _results(c: dict) -> None:
     c["steps_table"] = gr.Dataframe(empty_table(STEP_COLUMNS), label="Steps", wrap=True, max_height=300,
                                     elem_id="steps-table", column_widths=STEP_WIDTHS)
     c["exports"] = gr.File(label="Full trace (CSV per token, JSON with everything)", file_count="multiple")
-    report.build_report_controls(c)
+    build_report_controls(c)
 
 
 def _inspector(c: dict) -> None:
@@ -108,5 +107,17 @@ def wire(lab: Lab, c: dict, session) -> list:
        pick(c, "inspect_plot", "inspect_details"), api_visibility="private")
     on(c["tokens"].select, lab.select_token, [session], {**inspect_out, **pick(c, "inspector_box")},
        api_visibility="private")
-    report.wire_report(lab, c, session)
+    wire_report(lab, c, session)
     return settings
+
+
+def build_report_controls(c: dict) -> None:
+    with gr.Row():
+        c["report_btn"] = gr.Button("Download report (HTML)", size="sm", scale=0, min_width=220, elem_id="report-btn")
+        c["report_file"] = gr.File(label="Report: settings, figures, tables and tokens in one HTML file",
+                                   elem_id="report-file", scale=3)
+
+
+def wire_report(lab: Lab, c: dict, session) -> None:
+    on(c["report_btn"].click, partial(download_report, lab), [session],
+       {"report_file": c["report_file"], "error": c["error"]}, api_visibility="private")

@@ -1,13 +1,13 @@
-"""The Race tab (API: `race`): target-only and speculative decoding side by side (race.py's callback), then the
-measured speedup. Uses the models and settings on the left."""
+"""The Race tab (API: `race`): target-only and speculative decoding side by side (callbacks.py; vllm.py on vLLM
+servers), then the measured speedup. Uses the models and settings on the left."""
 from __future__ import annotations
 
 from functools import partial, wraps
 
-from specdec.ui.callbacks import Lab
 from specdec.ui.controls import run_controls
-from specdec.ui.tabs import race_run as race
-from specdec.ui.vllm import race as vllm_race
+from specdec.ui.lab import LabCore
+from specdec.ui.tabs.race import callbacks as race
+from specdec.ui.tabs.race import vllm as vllm_race
 from specdec.ui.wiring import DEVICE, on, on_stop, pick
 
 import gradio as gr
@@ -25,12 +25,12 @@ def build(c: dict) -> None:
 
 
 @wraps(race.race)
-def run_race(lab: Lab, session, *args, **kwargs):
+def run_race(lab: LabCore, session, *args, **kwargs):
     """The Start race button: the lab's race, or the vLLM servers' when the sidebar's engine is vLLM."""
     yield from (vllm_race.race if session.vllm is not None else race.race)(lab, session, *args, **kwargs)
 
 
-def wire(lab: Lab, c: dict, session, settings: list) -> None:
+def wire(lab: LabCore, c: dict, session, settings: list) -> None:
     on(c["race_run"].click, partial(run_race, lab), [session, *settings],
        pick(c, "cleanup", "race_base", "race_spec", "race_summary", status="race_status", error="race_error"),
        api_name="race", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120, run_id=c["run_id"],

@@ -1,4 +1,4 @@
-"""The Race on vLLM servers: the speculative server's completion against the baseline server's, side by side,
+"""The Race tab's callback on vLLM servers (the sidebar's engine): the speculative server's completion against the baseline server's, side by side,
 then the speedup measured with specdec/measure/speedup.py's rules (specdec/vllm/engine.measure_speedup, the figure
 Generate shows for the same servers and settings).
 
@@ -13,10 +13,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from specdec.ui.callbacks import error_update, final_status, make_settings, measuring_status
+from specdec.ui.lab import error_update, final_status, make_settings, measuring_status
 from specdec.ui.session import Session
-from specdec.ui.tabs.race_run import Lane, _lanes_update, race_summary, stopped_summary
+from specdec.ui.tabs.race.callbacks import Lane
 from specdec.ui.throttle import Throttle
+from specdec.ui.views.race import lanes_update, race_summary, stopped_summary
 from specdec.ui.views.render import render_status
 from specdec.ui.vllm.engine import connect_pair, server_settings
 from specdec.vllm import engine as vllm_engine
@@ -47,13 +48,13 @@ def stream_lane(lab, session: Session, lanes: list[ServerLane], lane: ServerLane
                 lane.events = next(gen)
             except StopIteration as stop:
                 lane.events, lane.wall_s, lane.done = stop.value.result.events, stop.value.completion.wall_s, True
-                yield {**_lanes_update(lanes, prompt), "error": ""}
+                yield {**lanes_update(lanes, prompt), "error": ""}
                 return
             lane.wall_s = time.perf_counter() - started
             if session.stop_requested:
                 return
             if throttle.ready():
-                yield {**_lanes_update(lanes, prompt), "error": "", "race_summary": ""}
+                yield {**lanes_update(lanes, prompt), "error": "", "race_summary": ""}
     finally:
         gen.close()
 
@@ -75,10 +76,10 @@ def race(lab, session: Session, prompt, clean_whitespace, target, draft, target_
             for lane, server in ((spec, lead), (base, baseline)):
                 yield from stream_lane(lab, session, lanes, lane, server, ids, settings, prompt)
                 if not lane.done:
-                    yield {**_lanes_update(lanes, prompt), "race_summary": stopped_summary(base, spec), "error": "",
+                    yield {**lanes_update(lanes, prompt), "race_summary": stopped_summary(base, spec), "error": "",
                            "status": render_status("Stopped.")}
                     return
-            yield {**_lanes_update(lanes, prompt), "race_summary": race_summary(base, spec), "error": "",
+            yield {**lanes_update(lanes, prompt), "race_summary": race_summary(base, spec), "error": "",
                    "status": render_status("Race finished; measuring the speedup against the baseline server…")}
             for est in vllm_engine.measure_speedup(lead, baseline, ids, settings, cache=session.measurements,
                                                    policy=lab.policy, should_stop=lambda: session.stop_requested):

@@ -1,17 +1,17 @@
 """The Sweep tab (API: `sweep`): drafts × K schedules × K × temperatures, each point a measured speedup
-(sweep_view.py's callback, figures and table)."""
+(callbacks.py; vllm.py on vLLM servers; the figures and table: views/sweep.py)."""
 from __future__ import annotations
 
 from functools import partial, wraps
 
 from specdec.engine.schedules import SCHEDULES
 from specdec.models import presets
-from specdec.ui.callbacks import Lab
 from specdec.ui.controls import run_controls
-from specdec.ui.tabs import sweep_run as sweep_view
-from specdec.ui.tabs.sweep_run import SWEEP_TABLE_NOTE, TABLE_COLUMNS
+from specdec.ui.lab import LabCore
+from specdec.ui.tabs.sweep import callbacks as sweep_callbacks
+from specdec.ui.tabs.sweep import vllm as vllm_sweep
+from specdec.ui.views.sweep import SWEEP_TABLE_NOTE, TABLE_COLUMNS
 from specdec.ui.views.tables import empty_table
-from specdec.ui.vllm import sweep as vllm_sweep
 from specdec.ui.wiring import DEVICE, on, on_stop, pick
 
 import gradio as gr
@@ -46,13 +46,13 @@ def build(c: dict) -> None:
     gr.Markdown(vllm_sweep.NOTE, elem_id="sweep-vllm-note", elem_classes=["explain-note"])
 
 
-@wraps(sweep_view.sweep)
-def run_sweep(lab: Lab, session, *args, **kwargs):
+@wraps(sweep_callbacks.sweep)
+def run_sweep(lab: LabCore, session, *args, **kwargs):
     """The Run sweep button: the lab's sweep, or one vLLM server per setting when the sidebar's engine is vLLM."""
-    yield from (vllm_sweep.sweep if session.vllm is not None else sweep_view.sweep)(lab, session, *args, **kwargs)
+    yield from (vllm_sweep.sweep if session.vllm is not None else sweep_callbacks.sweep)(lab, session, *args, **kwargs)
 
 
-def wire(lab: Lab, c: dict, session) -> None:
+def wire(lab: LabCore, c: dict, session) -> None:
     """Its outputs include How it works' theory_fit (built after this tab)."""
     on(c["sweep_run"].click, partial(run_sweep, lab),
        [session, c["prompt"], c["clean"], c["target"], c["target_custom"], c["sweep_drafts"], c["sweep_ks"],

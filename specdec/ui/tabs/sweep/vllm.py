@@ -1,6 +1,6 @@
-"""The Sweep on vLLM: one server per (draft, K) setting, started through the lab's launcher one after the other,
+"""The Sweep tab's callback on vLLM (the sidebar's engine): one server per (draft, K) setting, started through the lab's launcher one after the other,
 measured against the sidebar's baseline server and stopped (specdec/vllm/sweep.py); the rows go to the Sweep's
-own views (sweep_view.sweep_update). Each start takes minutes on a CPU, which the tab says before starting.
+own views (views/sweep.sweep_update). Each start takes minutes on a CPU, which the tab says before starting.
 
 Only where the lab may start processes: not on a public deployment, and only with the vLLM venv set up
 (`python -m specdec vllm setup`); the app never installs it.
@@ -8,10 +8,10 @@ Only where the lab may start processes: not on a public deployment, and only wit
 from __future__ import annotations
 
 from specdec.measure.sweep import add_theory, parse_ks, parse_temperatures
-from specdec.ui.callbacks import error_update, make_settings
+from specdec.ui.lab import error_update, make_settings
 from specdec.ui.session import Session
-from specdec.ui.tabs.sweep_run import sweep_update
 from specdec.ui.views.render import render_status
+from specdec.ui.views.sweep import sweep_update
 from specdec.ui.vllm.engine import connect_baseline, public_deployment
 from specdec.vllm import engine as vllm_engine
 from specdec.vllm import sweep as vllm_sweep
@@ -98,5 +98,5 @@ def follow(steps, progress):
             yield {"status": render_status(vllm_sweep.describe(step))}
             progress((step.index, step.total), desc=vllm_sweep.describe(step), unit="servers")
     finally:
-        steps.close()  # a Stop or a closed page: the running server is stopped (vllm/sweep.py's finally)
+        steps.close()  # a Stop or a closed page: the running server is stopped (specdec/vllm/sweep.py's finally)
     return rows

@@ -1,52 +1,31 @@
-"""The workshop tour as a lesson: a stepper over the exercises (exercises.py; a button each, Previous / Next, a
-progress bar), each exercise's learning goal and question, the learner's prediction written before Run and shown
-beside what they measured, a "Reveal answer" button that quotes the learner's own figures before the general
-explanation, "Reset to defaults" and a printable handout (views/handout.py).
+"""The workshop tour's callbacks: an exercise loaded (its settings, its tab, its goal and question), Previous / Next,
+the learner's prediction saved, "Reveal answer" quoting the learner's own figures before the general explanation,
+"Reset to defaults", and the page's load event (a link's exercise and settings, the tour's records restored from
+the browser's storage). The exercises are plain data (ui/exercises.py); layout.py lays the tour out.
 
-Callbacks are plain functions returning {component name: value} dicts, with the names of layout.py's
-component dict; a TourState (tour_state.py; per browser session in gr.State, and a copy in the browser's
+Callbacks are plain functions returning {component name: value} dicts, with the names of the page's
+component dict; a TourState (ui/tour_state.py; per browser session in gr.State, and a copy in the browser's
 storage) remembers which exercise is loaded, the predictions and the figures recorded for each, so a later
 answer can compare with an earlier exercise, even after a page reload.
 """
 from __future__ import annotations
 
-import tempfile
-from functools import partial
-
 from specdec.models import presets
 from specdec.models.prompt_clean import clean_prompt
-from specdec.ui.callbacks import make_settings
-from specdec.ui.links import link_docs
+from specdec.ui.exercises import EXERCISES, Exercise, exercise_number, find_exercise
+from specdec.ui.lab import make_settings
 from specdec.ui.session import RunView, Session
-from specdec.ui.tabs.exercises import EXERCISES, Exercise, exercise_number, find_exercise
-from specdec.ui.tabs.sweep_run import best_summary
-from specdec.ui.tabs.tour_state import (
-    STORE_KEY,
-    STORE_SECRET,
-    Prediction,
-    TourState,
-    describe_observation,
-    observation_of,
-    to_store,
-)
-from specdec.ui.url_state import FIELDS, exercise_values
-from specdec.ui.views.handout import write_handout
+from specdec.ui.share_link import note_of
+from specdec.ui.tour_state import Prediction, TourState, describe_observation, from_store, observation_of, to_store
+from specdec.ui.url_state import LinkSchema, decode_link, exercise_values
 from specdec.ui.views.lesson import compare_html, progress_html
-from specdec.ui.wiring import on
+from specdec.ui.views.sweep import best_summary
 
 import gradio as gr
 
 TAB_LABELS = {"generate": "Generate", "race": "Race", "sweep": "Sweep", "lossless": "Is it exact?",
               "cost": "Why this speedup?", "theory": "How it works"}  # tab id -> its label in layout.py
-# the components every exercise sets (and a link carries): the prompt, the typed names (cleared) and the settings
-SETTINGS = ("prompt", "target_custom", "draft_custom", *(f.name for f in FIELDS))
-SWEEP_FIELDS = ("sweep_drafts", "sweep_ks", "sweep_temps", "sweep_tokens")
 COMPARED = ("target", "draft", "k", "k_schedule", "temperature", "top_p", "top_k", "seed", "max_new_tokens")
-TOUR_INTRO = ("Eight short exercises, one step at a time. Each step sets up the models and settings for you, opens "
-              "the tab it needs and asks a question. Write down your guess, press Run, then **Reveal answer**: it "
-              "starts from your own figures. Your guesses and runs stay in this browser after a reload; **Reset to "
-              "defaults** puts every setting back and clears them. docs/workshop.md is the teacher's guide.")
-BUTTONS_PER_ROW = 4
 NO_EXERCISE = "*Press **Next** to start, or pick an exercise: its button loads the settings and asks the question.*"
 LAST_STEP = "*That was the last exercise. The handout (button above) has every question, for the class's notes.*"
 
@@ -260,73 +239,21 @@ def reset(session: Session, tour: TourState, defaults: dict) -> dict:
             **lesson_view(session, fresh)}
 
 
-# --- components and wiring -------------------------------------------------------------------------------
-
-def build_tour(c: dict) -> None:
-    """The tour (above the tabs): the stepper, the question, the prediction beside the measurement, Reveal
-    answer and the answer; the tour's state per session and its copy in the browser's storage."""
-    c["link_note"] = gr.Markdown("", elem_id="link-note")
-    # outside the accordion: a closed accordion does not mount what it holds, and these must work while closed
-    c["tour_state"] = gr.State(TourState())
-    c["tour_store"] = gr.BrowserState(to_store(TourState()), storage_key=STORE_KEY, secret=STORE_SECRET)
-    c["share_query"] = gr.Textbox("", visible=False, label="The page's link parameters")
-    with gr.Accordion(f"Workshop tour: {len(EXERCISES)} exercises, about an hour", open=False,
-                      elem_id="tour") as c["tour_box"]:
-        gr.Markdown(link_docs(TOUR_INTRO), elem_classes=["explain-note"])
-        c["tour_progress"] = gr.HTML(progress_html(TourState()), elem_id="tour-progress", label="Tour progress",
-                                     show_label=False)
-        for first in range(0, len(EXERCISES), BUTTONS_PER_ROW):
-            with gr.Row(elem_classes=["tour-steps"]):
-                for n, exercise in enumerate(EXERCISES[first:first + BUTTONS_PER_ROW], start=first + 1):
-                    c[f"tour_{exercise.key}"] = gr.Button(f"{n} · {exercise.title}", size="sm", min_width=160,
-                                                          elem_id=f"tour-{exercise.key}")
-        with gr.Row(elem_id="tour-nav"):
-            c["tour_prev"] = gr.Button("◀ Previous", size="sm", min_width=110, elem_id="tour-prev")
-            c["tour_next"] = gr.Button("Next ▶", size="sm", variant="primary", min_width=110, elem_id="tour-next")
-            c["tour_reset"] = gr.Button("Reset to defaults", size="sm", min_width=150, elem_id="tour-reset")
-            c["tour_handout"] = gr.DownloadButton(
-                "Printable handout", value=str(write_handout(tempfile.mkdtemp(prefix="specdec-"), EXERCISES)),
-                size="sm", min_width=150, elem_id="tour-handout")
-        c["tour_question"] = gr.Markdown(NO_EXERCISE, elem_id="tour-question")
-        c["tour_prediction"] = gr.Textbox(label="Your prediction (write it before you press Run)",
-                                          lines=1, max_lines=3, submit_btn="Save", elem_id="tour-prediction")
-        c["tour_compare"] = gr.HTML("", elem_id="tour-compare", label="Prediction and measurement",
-                                    show_label=False)
-        c["tour_reveal"] = gr.Button("Reveal answer", size="sm", elem_id="tour-reveal")
-        c["tour_answer"] = gr.Markdown("", elem_id="tour-answer")
-
-
-def reset_values(c: dict) -> dict:
-    """Every component a step or a link may change, with the value it started with (for Reset to defaults)."""
-    extras = [name for exercise in EXERCISES for name, _ in exercise.extra]
-    return {name: c[name].value for name in (*SETTINGS, "preset", *SWEEP_FIELDS, *extras) if name in c}
-
-
-def wire_tour(c: dict, session) -> None:
-    """Binds the stepper, the prediction, Reveal answer and Reset; needs the sidebar, prompt, tabs and Sweep
-    components (and records each finished Generate run through its exports)."""
-    defaults = reset_values(c)
-    lesson = ("tour_progress", *(f"tour_{e.key}" for e in EXERCISES), "tour_compare", "tour_state", "tour_store")
-    loaded = (*defaults, "tabs", "tour_box", "tour_question", "tour_answer", "tour_prediction", "share_query",
-              "link_note", *lesson)
-    outputs = {name: c[name] for name in loaded if name in c}
-    # one at a time, in the order they reach the server (the queue is first in, first out per concurrency id): each
-    # handler reads and changes the session's TourState in place, and side by side a step button and a Next that
-    # reached the server after it could step from the exercise before. Each takes milliseconds, so a class sharing
-    # the slot does not wait. (Two presses sent faster than a round trip can still reach the server in either order.)
-    inputs, quiet = [session, c["tour_state"]], dict(api_visibility="private", concurrency_limit=1,
-                                                      concurrency_id="tour")
-    for exercise in EXERCISES:
-        on(c[f"tour_{exercise.key}"].click, partial(load_exercise, key=exercise.key), inputs, outputs, **quiet)
-    on(c["tour_prev"].click, partial(step, delta=-1), inputs, outputs, **quiet)
-    on(c["tour_next"].click, partial(step, delta=1), inputs, outputs, **quiet)
-    on(c["tour_reset"].click, partial(reset, defaults=defaults), inputs, outputs, **quiet)
-    on(c["tour_reveal"].click, reveal_answer, inputs, {n: outputs[n] for n in ("tour_answer", *lesson)}, **quiet)
-    predicted = {n: outputs[n] for n in lesson}
-    for trigger in (c["tour_prediction"].submit, c["tour_prediction"].blur):  # leaving the box (to press Run) saves
-        on(trigger, save_prediction, [*inputs, c["tour_prediction"]], predicted, **quiet)
-    if "exports" in c:  # a finished run (then its measured speedup) writes new exports: the tour records it
-        on(c["exports"].change, record_run, inputs, predicted, **quiet)
-    if "lossless_result" in c:  # each check's result is kept for the "Break the verifier" answer
-        on(c["lossless_result"].change, record_check, [c["tour_state"], c["lossless_result"]],
-           {n: c[n] for n in ("tour_state", "tour_store")}, **quiet)
+def page_load(session: Session, state: TourState, stored, schema: LinkSchema, request: gr.Request = None) -> dict:
+    """The page opens: the tour's records come back from the browser's storage, then the link's exercise (as its
+    step button would load it) and the link's settings over it."""
+    restored = from_store(stored)
+    state.observations, state.predictions = restored.observations, restored.predictions
+    state.checks, state.revealed = restored.checks, restored.revealed
+    params = dict(request.query_params) if request is not None else {}
+    decoded = decode_link(params, schema)
+    update = load_exercise(session, state, decoded.exercise) if decoded.exercise else lesson_view(session, state)
+    update.update(decoded.values)
+    if "target" in decoded.values:
+        update.update(preset_for(decoded.values["target"]))
+    if decoded.values:
+        update.update(target_custom="", draft_custom="")  # they would override the link's dropdowns
+    update.pop("share_query", None)  # the address keeps the link as opened
+    update.pop("tour_store", None)  # the browser keeps what it has (nothing here is new)
+    update["link_note"] = note_of(decoded.notes, bool(decoded.exercise or decoded.values))
+    return update

@@ -2,23 +2,20 @@
 form beside it), the time of one cycle and a Monte-Carlo histogram of accepted lengths, all in the browser
 (views/whatif.js, inline SVG: no server call, no CDN); "Use my run" sends the last run once (views/replay.py) to
 put its measured α, c, v(K) and speedup on the same axes and to replay its draft→verify cycles decision by
-decision."""
+decision. This module is the layout and its wiring; callbacks.py has the two server calls."""
 from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
 
-from specdec.measure.device_presets import THIS_MACHINE, device_choices, preset
-from specdec.ui.callbacks import Lab
-from specdec.ui.models import describe_error, pick_name
-from specdec.ui.session import Session
-from specdec.ui.tabs.cost import local_paths_allowed, prediction
-from specdec.ui.views.replay import run_data
+from specdec.measure.device_presets import THIS_MACHINE, device_choices
+from specdec.ui.lab import LabCore, local_paths_allowed
+from specdec.ui.tabs.whatif.callbacks import preset_curve, use_my_run
 from specdec.ui.wiring import on, pick
 
 import gradio as gr
 
-SCRIPT = Path(__file__).resolve().parent.parent / "views" / "whatif.js"
+SCRIPT = Path(__file__).resolve().parents[2] / "views" / "whatif.js"
 INTRO = """Move the sliders: every figure below is redrawn in your browser, instantly, from the closed forms of
 Leviathan et al.: **E = (1 − α^(K+1)) / (1 − α)** tokens per target forward and **speedup = E / (K·c + v(K))**
 (dashed: the textbook form, v = 1). v(K) is taken on the line through v(0) = 1 and the slider's v at K. After a
@@ -93,7 +90,6 @@ def script() -> str:
     return SCRIPT.read_text(encoding="utf-8") + "\nwindow.SpecDecWhatIf.mount(element);\n"
 
 
-K_MAX = 16  # the slider's and the plot's largest K
 LOAD_JS = "(data) => { if (window.SpecDecWhatIf && window.SpecDecWhatIf.load) window.SpecDecWhatIf.load(data); }"
 PRESET_JS = ("(data) => { if (window.SpecDecWhatIf && window.SpecDecWhatIf.loadPreset) "
              "window.SpecDecWhatIf.loadPreset(data); }")
@@ -114,7 +110,7 @@ def build(c: dict) -> None:
     c["whatif_preset"] = gr.JSON(None, visible=False, label="A device preset's predicted c and v(K)")
 
 
-def wire(lab: Lab, c: dict, session) -> None:
+def wire(lab: LabCore, c: dict, session) -> None:
     """One server call per press of "Use my run" and per device preset picked; the sliders, plots and replay run in
     the browser."""
     use = on(c["whatif_use"].click, use_my_run, [session], pick(c, "whatif_run"), api_visibility="private")
@@ -125,26 +121,3 @@ def wire(lab: Lab, c: dict, session) -> None:
     curve.then(None, [c["whatif_preset"]], None, js=PRESET_JS)
 
 
-def use_my_run(session: Session) -> dict:
-    """The last run as the panel takes it (views/replay.run_data); a toast when there is none."""
-    data = run_data(session.last_run)
-    if data is None:
-        gr.Warning("No run yet: press Run in the Generate tab first.")
-    return {"whatif_run": data or {}}
-
-
-def preset_curve(target, draft, target_custom, draft_custom, device_key, *, allow_local_paths: bool = True) -> dict:
-    """The cost model's c and v(K), K = 1..16, for the sidebar's pair on a device preset (tabs/cost.prediction);
-    {} for the line (no preset) or when the pair cannot be predicted (a toast says why)."""
-    if not device_key:
-        return {"whatif_preset": {}}
-    try:
-        target, draft = pick_name(target, target_custom), pick_name(draft, draft_custom)
-        pred = prediction(target, draft, K_MAX, preset(device_key), "auto", None, allow_local_paths)
-    except Exception as exc:  # noqa: BLE001 (every failure becomes a visible message)
-        gr.Warning(describe_error(exc))
-        return {"whatif_preset": {}}
-    by_k = dict(zip(pred.ks, zip(pred.c, pred.v)))
-    return {"whatif_preset": {"label": pred.device.label, "pair": f"{target} with {draft}",
-                              "c": [by_k[k][0] for k in range(1, K_MAX + 1)],
-                              "v": [by_k[k][1] for k in range(1, K_MAX + 1)]}}

@@ -1,4 +1,4 @@
-"""The "Across requests" tab's run (API: `workload`): a shipped workload's prompts (assets/workloads/*.json, each
+"""The "Across requests" tab's callback (API: `workload`): a shipped workload's prompts (assets/workloads/*.json, each
 request repeating the earlier ones' structure), in order, each decoded greedily by suffix decoding and by prompt
 lookup, one update per request (views/workload.py draws them).
 
@@ -15,7 +15,7 @@ from specdec.drafters import suffix
 from specdec.drafters.suffix import SuffixDrafter
 from specdec.engine.events import DecodeSettings
 from specdec.paths import ASSETS_DIR
-from specdec.ui.callbacks import Lab, error_update, relay
+from specdec.ui.lab import LabCore, error_update, relay
 from specdec.ui.models import load_target_and_drafts, pick_name
 from specdec.ui.session import Session
 from specdec.ui.views import workload as view
@@ -45,7 +45,7 @@ def load_prompts(name: str) -> list[str]:
     return prompts
 
 
-def run_workload(lab: Lab, session: Session, workload, target, target_custom, k, max_new_tokens):
+def run_workload(lab: LabCore, session: Session, workload, target, target_custom, k, max_new_tokens):
     """Generator of {output name: value}: one update per request, then the complete picture."""
     with session.timed_run():
         try:
@@ -60,7 +60,7 @@ def run_workload(lab: Lab, session: Session, workload, target, target_custom, k,
             yield error_update(exc)
 
 
-def decode_in_order(lab: Lab, session: Session, target, lookup, prompts: list[str], settings: DecodeSettings):
+def decode_in_order(lab: LabCore, session: Session, target, lookup, prompts: list[str], settings: DecodeSettings):
     store = f"{target.name} · workload run {uuid.uuid4().hex}"  # this run's own store
     drafters = {"suffix": SuffixDrafter(target.real_vocab_size, target.device, store, owner=store),
                 "prompt-lookup": lookup}

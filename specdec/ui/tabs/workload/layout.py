@@ -1,13 +1,13 @@
 """The "Across requests" tab: a learner runs a workload whose requests repeat each other's structure and watches
-suffix decoding's tokens per target forward rise from request to request, beside prompt lookup's (workload_run.py
+suffix decoding's tokens per target forward rise from request to request, beside prompt lookup's (callbacks.py
 runs it; views/workload.py draws it). The sidebar's target; K and new tokens here."""
 from __future__ import annotations
 
 from functools import partial
 
-from specdec.ui.callbacks import Lab
 from specdec.ui.controls import run_controls
-from specdec.ui.tabs.workload_run import run_workload, workload_choices
+from specdec.ui.lab import LabCore
+from specdec.ui.tabs.workload.callbacks import run_workload, workload_choices
 from specdec.ui.views.tables import empty_table
 from specdec.ui.views.workload import TABLE_COLUMNS
 from specdec.ui.wiring import DEVICE, on, on_stop, pick
@@ -42,7 +42,7 @@ def build(c: dict) -> None:
                                        elem_id="workload-table", max_height=300)
 
 
-def wire(lab: Lab, c: dict, session) -> None:
+def wire(lab: LabCore, c: dict, session) -> None:
     on(c["workload_run"].click, partial(run_workload, lab),
        [session, c["workload_name"], c["target"], c["target_custom"], c["workload_k"], c["workload_tokens"]],
        pick(c, "workload_summary", "workload_per_forward", "workload_acceptance", "workload_table",

@@ -8,8 +8,8 @@ from specdec.ui.launch import app_process
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from tests.ui.tabs.whatif.test_browser_whatif import space_env
 from tests.ui.test_browser import choose_example, launch_chromium
-from tests.ui.test_browser_whatif import space_env
 
 EXAMPLE = "code · fibonacci · greedy"  # the lab pair: fast on any CPU
 KEY = "teacher-secret"

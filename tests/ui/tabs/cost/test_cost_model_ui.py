@@ -2,9 +2,9 @@
 from dataclasses import replace
 
 from specdec.measure.device_presets import THIS_MACHINE, Device
-from specdec.ui.callbacks import Lab
 from specdec.ui.session import Session
-from specdec.ui.tabs import cost as cost_tab
+from specdec.ui.tabs.cost import callbacks as cost_tab
+from specdec.ui.tabs.generate.callbacks import Lab
 
 import pytest
 

@@ -2,8 +2,9 @@
 import inspect
 import json
 
-from specdec.ui.callbacks import Lab, make_settings
+from specdec.ui.lab import make_settings
 from specdec.ui.session import Session
+from specdec.ui.tabs.generate.callbacks import Lab
 from specdec.ui.throttle import Throttle
 
 import pytest

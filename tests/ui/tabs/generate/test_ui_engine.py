@@ -1,8 +1,8 @@
 """The callbacks on the real engine and the bundled default pair (no server): real events render."""
 from specdec.measure.speedup import Policy
 from specdec.models import presets
-from specdec.ui.callbacks import Lab
 from specdec.ui.session import Session
+from specdec.ui.tabs.generate.callbacks import Lab
 
 import pytest
 

@@ -3,16 +3,17 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-from specdec.ui.callbacks import Lab
+from specdec.ui.controls import add_svg_buttons
 from specdec.ui.layout import build_app
 from specdec.ui.session import Session
-from specdec.ui.tabs.report import add_svg_buttons, build_report, download_report, run_figure_set
+from specdec.ui.tabs.generate.callbacks import Lab, build_report, download_report
+from specdec.ui.views.report import run_figure_set
 
 import gradio as gr
 import pytest
 from plotly.offline import get_plotlyjs
 
-from tests.ui.test_ui_tour import sweep_rows
+from tests.ui.tabs.tour.test_ui_tour import sweep_rows
 from tests.ui_fakes import FakeEngine
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}

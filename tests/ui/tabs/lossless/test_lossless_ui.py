@@ -3,9 +3,10 @@ checks: no server, no model."""
 from types import SimpleNamespace
 
 from specdec.exactness.lossless import GreedyCheck, OutcomeBar, Progress, SamplingCheck
-from specdec.ui.callbacks import Lab
 from specdec.ui.session import Session
-from specdec.ui.tabs.lossless import check, histogram_figure, render_greedy, result_json
+from specdec.ui.tabs.generate.callbacks import Lab
+from specdec.ui.tabs.lossless.callbacks import check, result_json
+from specdec.ui.views.lossless import histogram_figure, render_greedy
 
 import pytest
 

@@ -1,8 +1,8 @@
 """Race tab: both lanes advance by their own compute clocks and stream side by side."""
 from specdec.engine.events import DecodeSettings
-from specdec.ui.callbacks import Lab
 from specdec.ui.session import Session
-from specdec.ui.tabs.race_run import Lane, next_lane, race
+from specdec.ui.tabs.generate.callbacks import Lab
+from specdec.ui.tabs.race.callbacks import Lane, next_lane, race
 
 from tests.ui_fakes import FakeEngine, FakeModel
 

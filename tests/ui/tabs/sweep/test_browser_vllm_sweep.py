@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.ui.test_browser import browser_page, sweep_drafts, sweep_settings
-from tests.ui.test_browser_engine import open_engine
+from tests.ui.vllm.test_browser_engine import open_engine
 from tests.vllm.test_vllm_server import PROMPTS, _venv_or_skip, smollm2_spec
 
 pytestmark = pytest.mark.skipif(not os.environ.get("SPECDEC_VLLM_SWEEP_TEST"),

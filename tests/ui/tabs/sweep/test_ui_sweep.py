@@ -9,16 +9,16 @@ from specdec.measure.sweep import (
     parse_temperatures,
     plan_sweep,
 )
-from specdec.ui.callbacks import Lab
 from specdec.ui.session import Session
-from specdec.ui.tabs.sweep import SWEEP_WIDTHS
-from specdec.ui.tabs.sweep_run import (
+from specdec.ui.tabs.generate.callbacks import Lab
+from specdec.ui.tabs.sweep.callbacks import sweep
+from specdec.ui.tabs.sweep.layout import SWEEP_WIDTHS
+from specdec.ui.views.sweep import (
     TABLE_COLUMNS,
     acceptance_figure,
     best_summary,
     heatmap_figure,
     speedup_figure,
-    sweep,
     sweep_dataframe,
     theory_fit_html,
 )

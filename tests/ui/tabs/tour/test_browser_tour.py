@@ -11,9 +11,9 @@ docs/screenshots/tour-stepper*.png); last, Reset to defaults.
 import re
 
 from specdec.ui.defaults import default_draft
+from specdec.ui.exercises import EXERCISES, find_exercise
 from specdec.ui.launch import ROOT
-from specdec.ui.tabs.exercises import EXERCISES, find_exercise
-from specdec.ui.tabs.tour import TAB_LABELS
+from specdec.ui.tabs.tour.callbacks import TAB_LABELS
 
 import pytest
 from playwright.sync_api import expect

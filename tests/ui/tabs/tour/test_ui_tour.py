@@ -9,12 +9,12 @@ from specdec.exactness.lossless import GreedyCheck, SamplingCheck
 from specdec.exactness.verifier_faults import ALWAYS_ACCEPT, REAL
 from specdec.measure.sweep import SweepRunner, add_theory, plan_sweep
 from specdec.models import presets
-from specdec.ui.callbacks import Lab
+from specdec.ui.exercises import EXERCISES, find_exercise
 from specdec.ui.session import Session
-from specdec.ui.tabs.exercises import EXERCISES, find_exercise
-from specdec.ui.tabs.lossless import result_json
-from specdec.ui.tabs.tour import (
-    SETTINGS,
+from specdec.ui.share_link import LINKED as SETTINGS
+from specdec.ui.tabs.generate.callbacks import Lab
+from specdec.ui.tabs.lossless.callbacks import result_json
+from specdec.ui.tabs.tour.callbacks import (
     TourState,
     load_exercise,
     record_check,
@@ -25,7 +25,7 @@ from specdec.ui.tabs.tour import (
     step,
     step_buttons,
 )
-from specdec.ui.tabs.tour_state import Prediction, from_store
+from specdec.ui.tour_state import Prediction, from_store
 from specdec.ui.views.lesson import progress_html
 
 import pytest
@@ -228,7 +228,7 @@ def test_a_check_without_a_sampling_result_records_nothing():
 
 
 def test_the_teachers_guide_walks_through_every_exercise_in_order():
-    guide = (Path(__file__).resolve().parents[2] / "docs" / "workshop.md").read_text(encoding="utf-8")
+    guide = (Path(__file__).resolve().parents[4] / "docs" / "workshop.md").read_text(encoding="utf-8")
     places = [guide.find(f"**{n} · {e.title}**") for n, e in enumerate(EXERCISES, start=1)]
     assert -1 not in places and places == sorted(places)
 

@@ -7,14 +7,15 @@ from types import SimpleNamespace
 from specdec.engine import theory
 from specdec.engine.events import TreeNode
 from specdec.ui.session import RunView
-from specdec.ui.tabs import whatif
+from specdec.ui.tabs.whatif import layout as whatif
+from specdec.ui.tabs.whatif.callbacks import preset_curve
 from specdec.ui.views.replay import accepted_lengths, replay_steps, run_data
 
 import pytest
 from playwright.sync_api import sync_playwright
 
+from tests.ui.tabs.whatif.test_browser_whatif import WALK
 from tests.ui.test_browser import launch_chromium
-from tests.ui.test_browser_whatif import WALK
 from tests.ui_fakes import make_step, mixed_run
 
 ALPHAS = [0.0, 0.05, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.999, 1.0]
@@ -117,12 +118,12 @@ def test_the_replay_in_the_browser_shows_each_decision_and_the_tree(js):
 def test_a_device_preset_gives_the_cost_models_c_and_v_for_every_k():
     from specdec.measure.device_presets import preset
     from specdec.models import presets
-    from specdec.ui.tabs.cost import prediction
+    from specdec.ui.cost_prediction import prediction
 
-    data = whatif.preset_curve(presets.LAB_TARGET, presets.LAB_DRAFT, "", "", "h100")["whatif_preset"]
+    data = preset_curve(presets.LAB_TARGET, presets.LAB_DRAFT, "", "", "h100")["whatif_preset"]
     pred = prediction(presets.LAB_TARGET, presets.LAB_DRAFT, 16, preset("h100"), "auto", None)
     assert data["v"] == list(pred.v) and data["c"] == list(pred.c) and len(data["v"]) == 16
-    assert whatif.preset_curve(presets.LAB_TARGET, presets.LAB_DRAFT, "", "", "")["whatif_preset"] == {}
+    assert preset_curve(presets.LAB_TARGET, presets.LAB_DRAFT, "", "", "")["whatif_preset"] == {}
 
 
 def test_the_panel_draws_the_presets_v_and_leaves_it_when_v_is_moved(js):

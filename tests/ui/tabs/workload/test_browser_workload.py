@@ -9,9 +9,9 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect, sync_playwright
 
+from tests.ui.tabs.whatif.test_browser_whatif import space_env
 from tests.ui.test_browser import launch_chromium
 from tests.ui.test_browser_first_screen import LAPTOP, PHONE, on_screen
-from tests.ui.test_browser_whatif import space_env
 
 SHOTS = ROOT / "docs" / "screenshots"
 WORKLOAD = "customer-records"  # six requests: the climb shows after the first

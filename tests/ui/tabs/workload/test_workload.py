@@ -1,13 +1,13 @@
-"""The "Across requests" tab's run (specdec/ui/tabs/workload_run.py): a workload's requests in order, suffix
+"""The "Across requests" tab's run (specdec/ui/tabs/workload/callbacks.py): a workload's requests in order, suffix
 decoding and prompt lookup on each, one update per request, a store of its own; bad input is a message."""
 from __future__ import annotations
 
 import json
 
 from specdec.drafters import suffix
-from specdec.ui.callbacks import Lab
 from specdec.ui.session import Session
-from specdec.ui.tabs import workload_run
+from specdec.ui.tabs.generate.callbacks import Lab
+from specdec.ui.tabs.workload import callbacks as workload_run
 from specdec.ui.views import workload as view
 
 import pytest
