@@ -1,6 +1,6 @@
-"""The Race tab's callback on vLLM servers (the sidebar's engine): the speculative server's completion against the baseline server's, side by side,
-then the speedup measured with specdec/measure/speedup.py's rules (specdec/vllm/engine.measure_speedup, the figure
-Generate shows for the same servers and settings).
+"""The Race tab's callback on vLLM servers (the sidebar's engine): the speculative server's completion against the
+baseline server's, side by side, then the speedup measured with specdec/measure/speedup.py's rules
+(specdec/vllm/engine.measure_speedup, the figure Generate shows for the same servers and settings).
 
 Two servers cannot take turns step by step as the lab's lanes do (a server computes whether or not its stream is
 read), and on a small CPU two at once would slow each other; so the lanes run one after the other, the speculative

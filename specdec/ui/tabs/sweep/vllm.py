@@ -1,6 +1,7 @@
-"""The Sweep tab's callback on vLLM (the sidebar's engine): one server per (draft, K) setting, started through the lab's launcher one after the other,
-measured against the sidebar's baseline server and stopped (specdec/vllm/sweep.py); the rows go to the Sweep's
-own views (views/sweep.sweep_update). Each start takes minutes on a CPU, which the tab says before starting.
+"""The Sweep tab's callback on vLLM (the sidebar's engine): one server per (draft, K) setting, started through the
+lab's launcher one after the other, measured against the sidebar's baseline server and stopped
+(specdec/vllm/sweep.py); the rows go to the Sweep's own views (views/sweep.sweep_update). Each start takes minutes on
+a CPU, which the tab says before starting.
 
 Only where the lab may start processes: not on a public deployment, and only with the vLLM venv set up
 (`python -m specdec vllm setup`); the app never installs it.

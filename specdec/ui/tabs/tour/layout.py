@@ -10,17 +10,7 @@ from functools import partial
 from specdec.ui.exercises import EXERCISES
 from specdec.ui.links import link_docs
 from specdec.ui.share_link import COPY_JS, LINKED, SET_URL_JS, copy_link, schema_of
-from specdec.ui.tabs.tour.callbacks import (
-    NO_EXERCISE,
-    load_exercise,
-    page_load,
-    record_check,
-    record_run,
-    reset,
-    reveal_answer,
-    save_prediction,
-    step,
-)
+from specdec.ui.tabs.tour import callbacks
 from specdec.ui.tour_state import STORE_KEY, STORE_SECRET, TourState, to_store
 from specdec.ui.views.handout import write_handout
 from specdec.ui.views.lesson import progress_html
@@ -61,7 +51,7 @@ def build_tour(c: dict) -> None:
             c["tour_handout"] = gr.DownloadButton(
                 "Printable handout", value=str(write_handout(tempfile.mkdtemp(prefix="specdec-"), EXERCISES)),
                 size="sm", min_width=150, elem_id="tour-handout")
-        c["tour_question"] = gr.Markdown(NO_EXERCISE, elem_id="tour-question")
+        c["tour_question"] = gr.Markdown(callbacks.NO_EXERCISE, elem_id="tour-question")
         c["tour_prediction"] = gr.Textbox(label="Your prediction (write it before you press Run)",
                                           lines=1, max_lines=3, submit_btn="Save", elem_id="tour-prediction")
         c["tour_compare"] = gr.HTML("", elem_id="tour-compare", label="Prediction and measurement",
@@ -91,18 +81,20 @@ def wire_tour(c: dict, session) -> None:
     inputs, quiet = [session, c["tour_state"]], dict(api_visibility="private", concurrency_limit=1,
                                                       concurrency_id="tour")
     for exercise in EXERCISES:
-        on(c[f"tour_{exercise.key}"].click, partial(load_exercise, key=exercise.key), inputs, outputs, **quiet)
-    on(c["tour_prev"].click, partial(step, delta=-1), inputs, outputs, **quiet)
-    on(c["tour_next"].click, partial(step, delta=1), inputs, outputs, **quiet)
-    on(c["tour_reset"].click, partial(reset, defaults=defaults), inputs, outputs, **quiet)
-    on(c["tour_reveal"].click, reveal_answer, inputs, {n: outputs[n] for n in ("tour_answer", *lesson)}, **quiet)
+        on(c[f"tour_{exercise.key}"].click, partial(callbacks.load_exercise, key=exercise.key), inputs, outputs,
+           **quiet)
+    on(c["tour_prev"].click, partial(callbacks.step, delta=-1), inputs, outputs, **quiet)
+    on(c["tour_next"].click, partial(callbacks.step, delta=1), inputs, outputs, **quiet)
+    on(c["tour_reset"].click, partial(callbacks.reset, defaults=defaults), inputs, outputs, **quiet)
+    on(c["tour_reveal"].click, callbacks.reveal_answer, inputs, {n: outputs[n] for n in ("tour_answer", *lesson)},
+       **quiet)
     predicted = {n: outputs[n] for n in lesson}
     for trigger in (c["tour_prediction"].submit, c["tour_prediction"].blur):  # leaving the box (to press Run) saves
-        on(trigger, save_prediction, [*inputs, c["tour_prediction"]], predicted, **quiet)
+        on(trigger, callbacks.save_prediction, [*inputs, c["tour_prediction"]], predicted, **quiet)
     if "exports" in c:  # a finished run (then its measured speedup) writes new exports: the tour records it
-        on(c["exports"].change, record_run, inputs, predicted, **quiet)
+        on(c["exports"].change, callbacks.record_run, inputs, predicted, **quiet)
     if "lossless_result" in c:  # each check's result is kept for the "Break the verifier" answer
-        on(c["lossless_result"].change, record_check, [c["tour_state"], c["lossless_result"]],
+        on(c["lossless_result"].change, callbacks.record_check, [c["tour_state"], c["lossless_result"]],
            {n: c[n] for n in ("tour_state", "tour_store")}, **quiet)
 
 
@@ -117,7 +109,7 @@ def wire_links(c: dict, session, load_trigger, examples) -> None:
     outputs = {name: c[name] for name in dict.fromkeys(names) if name in c}
 
     def load(session_value, state, stored, request: gr.Request):
-        return page_load(session_value, state, stored, schema, request)
+        return callbacks.page_load(session_value, state, stored, schema, request)
 
     on(load_trigger, load, [session, c["tour_state"], c["tour_store"]], outputs, **quiet)
     c["share_query"].change(None, [c["share_query"]], None, js=SET_URL_JS, api_visibility="private")

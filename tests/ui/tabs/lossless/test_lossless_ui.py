@@ -1,5 +1,5 @@
-"""The "Is it exact?" tab's callback and renderers (specdec/ui/tabs/lossless.py), with a fake engine and fake
-checks: no server, no model."""
+"""The "Is it exact?" tab's callback and renderers (specdec/ui/tabs/lossless/callbacks.py, views/lossless.py), with a
+fake engine and fake checks: no server, no model."""
 from types import SimpleNamespace
 
 from specdec.exactness.lossless import GreedyCheck, OutcomeBar, Progress, SamplingCheck
