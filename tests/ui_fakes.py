@@ -117,7 +117,8 @@ class FakeGeneration:
         drafted = [(f" w{index}.{i}", True if i < 2 else (False if i == 2 else None)) for i in range(k)]
         final = (" fix", "resampled") if k > 2 else (" +", "bonus")
         step = make_step(index, drafted, final, mode, (self._step_s * k * 0.1, self._step_s * 2, 0.0))
-        step.finished = remaining - len(step.emitted_ids) <= 0
+        step.finished, step.k_planned = remaining - len(step.emitted_ids) <= 0, self.settings.k  # as the engine
+        # records it: the schedule's K, while a step near max new tokens drafts fewer
         return step
 
     def _run(self):
@@ -188,3 +189,23 @@ class FakeEngine:
 
     def generate(self, target, draft, ids, settings):
         return self.start(target, draft, ids, settings).result()
+
+
+def split_request(values: dict):
+    """(the RunRequest the form's fields among `values` make, the other values: a tab's own fields, by name)."""
+    from specdec.ui.request_form import FORM
+
+    form_keys = set(FORM) | {"clean_whitespace", "exercise"}
+    return (form_request(**{k: v for k, v in values.items() if k in form_keys}),
+            {k: v for k, v in values.items() if k not in form_keys})
+
+
+def form_request(**fields):
+    """The RunRequest the page's form makes of these values (request_form.read_request); `clean_whitespace` is the
+    form's `clean`, `exercise` the key of the exercise the tour has loaded."""
+    from specdec.ui.request_form import read_request
+
+    exercise = fields.pop("exercise", None)
+    if "clean_whitespace" in fields:
+        fields["clean"] = fields.pop("clean_whitespace")
+    return read_request(fields, exercise)

@@ -6,7 +6,7 @@ A request is what was asked, not what ran: `auto` may pick another drafter and K
 than K, a schedule may change K per step. What ran is the run record's (run_record.py)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from specdec.engine.events import DecodeSettings
@@ -52,6 +52,8 @@ class RunRequest:
                 "chat": self.chat}
 
     def to_dict(self) -> dict:
-        """For exports: everything but the prompt's text (an export holds the tokens, the prompt's ids, already)."""
-        return {"target": self.target, "draft": self.draft, "settings": asdict(self.settings), "chat": self.chat,
+        """For a run's export, what the run's own record does not say: the names as asked (`auto`, a typed model),
+        the chat format, the clean-up and the exercise. Not the prompt's text (the export holds its ids) and not
+        the settings: the run's settings, as they ran, are said once beside it (run_record.RunRecord.to_dict)."""
+        return {"target": self.target, "draft": self.draft, "chat": self.chat,
                 "clean_whitespace": self.clean_whitespace, "exercise": self.exercise}

@@ -20,7 +20,8 @@ class RunRecord:
     prompt_text: str  # the prompt as tokenised (after the whitespace clean-up, when asked)
     result: Any  # the engine's RunResult (a stopped run: what it produced until Stop)
     engine: str = "lab"  # "lab" | "vllm"
-    compute: str = ""  # how the target ran: the lab's measured path (runners.tuning.chosen_for) or the server
+    compute: str = ""  # how the target ran, in one line: the lab's path, or the vLLM server
+    path: Any = None  # the lab's measured path for the target (runners.tuning.TunedPath; None: explicit or a server)
     estimate: Optional[Estimate] = None  # the measurement of this run, once it has begun
     policy: Optional[Policy] = None  # the rule that ends the measurement's timed pairs
     baseline: Any = None  # the latest timed target-only RunResult
@@ -82,8 +83,9 @@ class RunRecord:
         return est is not None and bool(est.repeats) and est.state in ("done", "budget") and est.fault is None
 
     def k_words(self) -> str:
-        """The K that ran, in a few words: 'K = 4', 'K 1–4 (auto schedule)', 'no drafts'."""
-        drafted = [k for k in self.ks if k > 0]
+        """The K the schedule chose for the steps that drafted, in a few words: 'K = 4', 'K 1–4 (auto schedule)', 'no
+        drafts' (a step near max new tokens drafting fewer than its K is not counted as another K)."""
+        drafted = [e.k_planned or e.k for e in self.events if e.k > 0]
         if not drafted:
             return "no drafts"
         low, high = min(drafted), max(drafted)
@@ -101,7 +103,8 @@ class RunRecord:
     # --- exports -----------------------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
         """The run's JSON export: the request, the run (RunResult.to_dict: the settings that ran, every step, the
-        metrics, auto's plan, the drafter's family and learnt state), α, the measurement and its policy. Each
+        metrics, auto's plan, the drafter's family and learnt state), α, the speedup measured (its interval, fault and
+        the policy that ended its timed pairs). Each
         fact once: the schedule that ran is in `settings`, what was asked in `request`."""
         est = self.estimate
         return {
@@ -112,6 +115,6 @@ class RunRecord:
             "k_per_step": self.ks,
             "alpha": measured_alpha(self.events),
             "stopped": self.stopped,
-            "measurement": None if est is None else {
+            "speedup": None if est is None else {
                 **est.to_dict(), "policy": asdict(self.policy) if self.policy is not None else None},
         }

@@ -13,13 +13,15 @@ import uuid
 from typing import Iterator, Optional
 
 from specdec.engine.events import DecodeSettings
-from specdec.measure.speedup import Policy, config_key, engine_contestants, measure
+from specdec.measure.speedup import Policy, ShownRun, config_key, engine_contestants, measure
 from specdec.measure.sweep import remember
 from specdec.models.presets import all_model_choices
 from specdec.planning.run import draft_names
 from specdec.serving.class_board import PRIVATE_LABEL, BoardRun, ClassBoard, SweepRecord, board_path
+from specdec.serving.run_record import RunRecord
 from specdec.serving.shared_measurements import Progress, SharedMeasurements, normal_text
 from specdec.serving.shared_runs import SharedRuns, Viewer
+from specdec.ui.exercises import exercise_label, find_exercise
 
 
 def session_scope(session) -> str:
@@ -37,10 +39,13 @@ def shown_draft(name: str) -> str:
     return name if name == "none" or name in draft_names() or name in all_model_choices() else OWN_MODEL
 
 
-def config_label(draft_name: str, settings: DecodeSettings) -> str:
-    """A configuration in a few words, never its prompt nor a typed model name: 'smollm2-135m-eagle3 · K=4 · T=0'."""
-    schedule = "" if settings.k_schedule == "constant" else f" ({settings.k_schedule})"
-    return f"{shown_draft(draft_name)} · K={settings.k}{schedule} · T={settings.temperature:g}"
+def config_label(record: RunRecord) -> str:
+    """A run's configuration as it ran, in a few words, never its prompt nor a typed model name:
+    'smollm2-135m-eagle3 · K = 4 · T=0', 'auto → smollm2-135m-eagle3 · K 1–4 (auto schedule) · T=0'."""
+    draft = shown_draft(record.draft or "none")
+    if record.drafted_by not in (None, record.draft):
+        draft = f"{draft} → {shown_draft(record.drafted_by)}"
+    return f"{draft} · {record.k_words()} · T={record.settings.temperature:g}"
 
 
 class Classroom:
@@ -72,35 +77,47 @@ class Classroom:
     def watch(self, prep, settings: DecodeSettings, start) -> Viewer:
         return self.runs.join(self.run_key(prep, settings), start)
 
-    def measure(self, engine, session, prep, settings: DecodeSettings, policy: Policy, should_stop
-                ) -> Iterator[Progress]:
-        """Progress of this configuration's shared (or, for a private prompt, the session's) measurement."""
-        ck = config_key(prep.target, prep.draft, prep.ids, settings)
+    def measure(self, engine, session, prep, record: RunRecord, policy: Policy, should_stop) -> Iterator[Progress]:
+        """Progress of the shared (or, for a private prompt, the session's) measurement of the run `record` shows:
+        its timed repeats run the request's settings, a drafter that learns across requests from what it had learnt
+        when the run started, and a figure the run contradicts is a fault (measure.speedup.ShownRun)."""
+        settings, learned = record.request.settings, record.learned
+        ck = config_key(prep.target, prep.draft, prep.ids, settings, learned)
         scope = None if self.label(prep.text) is not None else session_scope(session)
         key = self.measurements.key(ck, scope)
         entry = self.measurements.entry(key)
         remember(session.measurements, ck, entry.measurement)  # the session's report lists it
-        lead, follow = engine_contestants(engine, prep.target, prep.draft, prep.ids, settings)
+        lead, follow = engine_contestants(engine, prep.target, prep.draft, prep.ids, settings, learned)
+        shown = ShownRun.of(record.result)
         yield from self.measurements.follow(
-            key, lambda m: measure(lead, follow, policy, measurement=m, should_stop=should_stop),
+            key, lambda m: measure(lead, follow, policy, measurement=m, should_stop=should_stop, shown=shown),
             policy.needs_more, should_stop)
 
     # --- the board -------------------------------------------------------------------------------------
-    def record_run(self, prompt_text: str, result, estimate) -> None:
-        """A finished run on the board: its label (or the private row), configuration and numbers."""
-        measured = estimate is not None and estimate.repeats and estimate.state in ("done", "budget")
-        metrics = result.metrics
-        self.board.record_run(BoardRun(
-            self.label(prompt_text) or PRIVATE_LABEL, config_label(result.draft_name or "none", result.settings),
-            metrics.acceptance_rate, metrics.tokens_per_forward, estimate.ratio if measured else None, time.time()))
+    def filed_under(self, prompt_text: str, exercise_key: Optional[str]) -> str:
+        """The board's row for a run: the exercise whose own run it is, else the app's prompt it used, else the
+        private row (a user's own prompt is never named)."""
+        exercise = find_exercise(exercise_key)
+        label = self.label(prompt_text)
+        if exercise is not None and label is not None:
+            return exercise_label(exercise)
+        return label or PRIVATE_LABEL
 
-    def record_sweep(self, prompt_text: str, rows) -> None:
+    def record_run(self, record: RunRecord) -> None:
+        """A finished run on the board, from its record: where it is filed, its configuration as it ran and its
+        numbers (its measured speedup only when the measurement finished without a fault)."""
+        metrics = record.result.metrics
+        self.board.record_run(BoardRun(
+            self.filed_under(record.prompt_text, record.exercise), config_label(record), metrics.acceptance_rate,
+            metrics.tokens_per_forward, record.estimate.ratio if record.measured_ok else None, time.time()))
+
+    def record_sweep(self, prompt_text: str, rows, exercise_key: Optional[str] = None) -> None:
         """A sweep's measured speedups by K, per drafter and temperature, pooled on the board."""
         groups: dict[tuple, dict] = {}
         for row in rows:
             if row.speedup is not None:
                 groups.setdefault((shown_draft(row.draft), row.temperature), {})[int(row.k)] = row.speedup
-        label = self.label(prompt_text) or PRIVATE_LABEL
+        label = self.filed_under(prompt_text, exercise_key)
         for (draft, temperature), speedups in groups.items():
             self.board.record_sweep(SweepRecord(label, f"{draft} · sweep of K · T={temperature:g}", speedups,
                                                 time.time()))

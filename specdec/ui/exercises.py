@@ -191,3 +191,8 @@ def find_exercise(key: Optional[str]) -> Optional[Exercise]:
 
 def exercise_number(exercise: Exercise) -> int:
     return EXERCISES.index(exercise) + 1
+
+
+def exercise_label(exercise: Exercise) -> str:
+    """The exercise as the class board and the tour name it: 'Exercise 1: Greedy agreement'."""
+    return f"Exercise {exercise_number(exercise)}: {exercise.title}"

@@ -1,5 +1,5 @@
-"""What the tabs' callbacks share: the engine binding (LabCore: loading and preparing a prompt, the measured speedup,
-Stop), the sidebar's values as DecodeSettings, the error update every callback yields on a failure, the status lines
+"""What the tabs' callbacks share: the engine binding (LabCore: loading and preparing a request's prompt and models,
+the measured speedup of a run's record, Stop), the error update every callback yields on a failure, the status lines
 of a measurement, and measuring a sweep's points (the Sweep's and Why this speedup?'s). Plain functions and
 generators of {output name: value} dicts, testable without a server (wiring.py binds them to components)."""
 from __future__ import annotations
@@ -7,12 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
-from specdec.engine.events import DecodeSettings
 from specdec.measure.speedup import INTERACTIVE, SWEEP, Policy, cached
 from specdec.measure.sweep import CONSTANT, SweepRunner
 from specdec.models.prompt_clean import clean_prompt
+from specdec.serving.request import RunRequest
+from specdec.serving.run_record import RunRecord
 from specdec.ui.classroom import Classroom
-from specdec.ui.models import describe_error, load_target_and_drafts, pick_name
+from specdec.ui.models import describe_error, load_target_and_drafts
 from specdec.ui.names import explain_unknown_names
 from specdec.ui.session import Session
 from specdec.ui.views.render import render_error, render_status
@@ -30,15 +31,6 @@ class Prepared:
     @property
     def draft(self):
         return self.drafts[0]
-
-
-def make_settings(k, temperature, top_p, top_k, max_new_tokens, seed, k_schedule="constant") -> DecodeSettings:
-    """Slider values -> DecodeSettings; top-p 1 and top-k 0 switch those warpers off."""
-    top_p = None if top_p is None or float(top_p) >= 1.0 else float(top_p)
-    top_k = None if not top_k or int(top_k) <= 0 else int(top_k)
-    seed = None if seed is None or seed == "" else int(seed)
-    return DecodeSettings(max_new_tokens=int(max_new_tokens), k=int(k), temperature=float(temperature),
-                          top_k=top_k, top_p=top_p, seed=seed, k_schedule=str(k_schedule or "constant"))
 
 
 def error_update(exc: BaseException) -> dict:
@@ -89,28 +81,31 @@ class LabCore:
             raise ValueError("The prompt is empty after tokenisation.")
         return Prepared(text, target, drafts, ids)
 
-    def prepare_pair(self, prompt, clean, target, draft, target_custom, draft_custom, chat=True):
-        return (yield from self.prepare(prompt, clean, pick_name(target, target_custom),
-                                        [pick_name(draft, draft_custom)], chat=chat is not False))
+    def prepare_request(self, request: RunRequest, drafts: list[str] | None = None):
+        """prepare() for a request: its prompt, clean-up, chat format, target, and its draft (or `drafts`)."""
+        return (yield from self.prepare(request.prompt, request.clean_whitespace, request.target,
+                                        drafts or [request.draft], chat=request.chat))
 
-    def measure_shared(self, session: Session, prep: Prepared, settings: DecodeSettings):
-        """Generator of the measurement's Progress (classroom.py): this configuration is measured once per app
-        process and shared by every session (a private prompt's, once per session); a request for one being
-        measured follows it; one waiting for the device says where it stands. Stop ends this request's part."""
-        yield from self.classroom.measure(self.engine, session, prep, settings, self.policy,
+    def measure_shared(self, session: Session, prep: Prepared, record: RunRecord):
+        """Generator of the measurement's Progress (classroom.py) of the run `record` shows: this configuration is
+        measured once per app process and shared by every session (a private prompt's, once per session); a
+        request for one being measured follows it; one waiting for the device says where it stands. Stop ends
+        this request's part."""
+        record.policy = self.policy
+        yield from self.classroom.measure(self.engine, session, prep, record, self.policy,
                                           lambda: session.stop_requested)
 
-    def measure(self, session: Session, prep: Prepared, settings: DecodeSettings):
-        """Generator of speedup Estimates for this configuration (specdec.measure.speedup): a first figure
+    def measure(self, session: Session, prep: Prepared, record: RunRecord):
+        """Generator of speedup Estimates of the run `record` shows (specdec.measure.speedup): a first figure
         after one timed pair, then tighter ones; the same measurement for every session (measure_shared), so
         Generate and Race show the same figure. Stop ends it after the current run."""
-        for progress in self.measure_shared(session, prep, settings):
+        for progress in self.measure_shared(session, prep, record):
             if progress.estimate is not None:
                 yield progress.estimate
 
-    def measured_runs(self, session: Session, prep: Prepared, settings: DecodeSettings):
+    def measured_runs(self, session: Session, prep: Prepared, record: RunRecord):
         """The latest timed pair's (speculative, target-only) RunResults, or (None, None)."""
-        m = cached(session.measurements, prep.target, prep.draft, prep.ids, settings)
+        m = cached(session.measurements, prep.target, prep.draft, prep.ids, record.request.settings, record.learned)
         return (m.lead_result, m.follow_result) if m is not None else (None, None)
 
     def stop(self, session: Session, run_id: str | None = None) -> dict:
@@ -128,6 +123,8 @@ def measuring_status(est) -> str:
 
 
 def final_status(est) -> str:
+    if est is not None and est.fault is not None:
+        return f"No speedup reported: {est.describe()}."
     if est is None or est.repeats == 0:
         return "Stopped before the first timed repeat: no speedup measured."
     if est.state == "stopped":

@@ -10,7 +10,7 @@ from specdec.ui.controls import add_svg_buttons
 from specdec.ui.defaults import default_draft
 from specdec.ui.preload import preload_update
 from specdec.ui.session import Session
-from specdec.ui.sidebar import build_sidebar, pick_preset
+from specdec.ui.sidebar import build_sidebar, models_note, pick_preset
 from specdec.ui.style import CSS, LOAD_JS, PROJECTOR_JS
 from specdec.ui.tabs.board import callbacks as board_callbacks
 from specdec.ui.tabs.board import layout as board_tab
@@ -98,13 +98,15 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
             for label, tab_id, build_tab in TABS:
                 with gr.Tab(label, id=tab_id):
                     build_tab(c)
-        settings = generate_tab.wire(lab, c, session)
+        generate_tab.wire(lab, c, session)
         vllm_engine.wire_engine_controls(on, c, session)
-        race_tab.wire(lab, c, session, settings)
+        race_tab.wire(lab, c, session)
         sweep_tab.wire(lab, c, session)
-        on(c["preset"].input, pick_preset, [c["preset"]], pick(c, "target", "draft", "sweep_drafts", "preset_note", "preset_details"),
-           api_visibility="private")
-        lossless_tab.wire(lab, c, session, settings)
+        on(c["preset"].input, pick_preset, [c["preset"]], pick(c, "target", "draft"), api_visibility="private")
+        for trigger in (c["target"].change, c["draft"].change):  # the notes follow the models, however chosen
+            on(trigger, models_note, [c["target"], c["draft"]], pick(c, "preset_note", "preset_details", "draft"),
+               api_visibility="private", concurrency_limit=None)
+        lossless_tab.wire(lab, c, session)
         cost_tab.wire(lab, c, session)
         whatif_tab.wire(lab, c, session)
         board_tab.wire(lab, c)

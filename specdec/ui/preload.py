@@ -8,7 +8,8 @@ from typing import Callable
 
 from specdec.models import fetch, presets
 from specdec.ui.defaults import default_draft
-from specdec.ui.lab import LabCore, make_settings
+from specdec.serving.request import decode_settings
+from specdec.ui.lab import LabCore
 from specdec.ui.models import describe_error
 
 log = logging.getLogger("specdec.ui.launch")  # the app's log lines keep their logger name
@@ -81,7 +82,7 @@ def load_and_run(lab: LabCore, target: str, draft: str, state: PreloadState) -> 
     d = lab.engine.load_drafter(draft, t, load_model=lab.load, progress=state.say)
     state.say(f"Warming up {target} + {draft}…")
     ids = lab.engine.encode_prompt(t, "Write a Python function that adds two numbers.", True)
-    lab.engine.generate(t, d, ids, make_settings(4, 0.0, 1.0, 0, 8, 0))
+    lab.engine.generate(t, d, ids, decode_settings(4, 0.0, 1.0, 0, 8, 0))
     return target, draft
 
 

@@ -1,31 +1,20 @@
-"""Per-browser-session state (held in gr.State, deep-copied per session: no user's run is global)."""
+"""Per-browser-session state (held in gr.State, deep-copied per session: no user's run is global): the record of
+the last run (specdec/serving/run_record.RunRecord, what every view of it renders from), the measurements, the
+sweep, the engine choice and the run in progress."""
 from __future__ import annotations
 
 import contextlib
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-
-@dataclass
-class RunView:
-    """A finished (or stopped) run, kept for the inspector, step-through and export."""
-
-    prompt: str
-    events: list
-    result: Any  # the engine's RunResult (for a stopped run: what was produced until Stop)
-    baseline: Any = None  # a measured target-only RunResult (the latest timed pair's)
-    measured: Any = None  # a measured speculative RunResult (the same pair's)
-    estimate: Any = None  # specdec.measure.speedup.Estimate of the speedup, once measuring has begun
-    shared_note: str = ""  # a run made once for several identical requests says so (classroom.shared_run_note)
-    exports: list = field(default_factory=list)
-    stopped: bool = False
-    vllm: Any = None  # a run on a vLLM server: its vllm_engine.VllmView (p, q and the draws are not known)
+if TYPE_CHECKING:
+    from specdec.serving.run_record import RunRecord
 
 
 @dataclass
 class Session:
-    last_run: Optional[RunView] = None
+    last_run: Optional["RunRecord"] = None  # the last run's record (Generate's, on the lab or a vLLM server)
     measurements: dict = field(default_factory=dict)  # config_key -> Measurement (shared ones too: classroom.py)
     scope: str = ""  # this session's private scope for its own prompts' measurements (classroom.session_scope)
     vllm: Any = None  # vllm_engine.VllmChoice when the sidebar's engine is "vLLM server"

@@ -1,5 +1,5 @@
 """Links that carry a state: "Copy link" writes the current configuration into the address bar and the clipboard
-(the sidebar's button, copy_link); what a link carries (LINKED), the browser-side scripts that keep the address
+(the sidebar's button, copy_link: the page's request); the browser-side scripts that keep the address
 bar and the clipboard, and the note a link's problems become (one visible note above the tour, never an error).
 The page's load event, which reads a link into the sidebar, the prompt and the tour, is the tour's
 (tabs/tour/callbacks.page_load, wired with these by tabs/tour/layout.wire_links)."""
@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 
+from specdec.serving.request import RunRequest
+from specdec.ui.request_form import form_values
 from specdec.ui.tour_state import TourState
 from specdec.ui.url_state import FIELDS, PASSED_ON, LinkSchema, encode_link
 
 import gradio as gr
 
-# what Copy link reads, and what every exercise sets: the prompt, the typed names (cleared) and the settings
-LINKED = ("prompt", "target_custom", "draft_custom", *(f.name for f in FIELDS))
 KEPT_PARAMS = json.dumps(sorted(PASSED_ON))  # the page's own parameters, kept in the address when a link is written
 # The address bar follows `share_query` (a link's parameters, or "" for none), keeping ?projector=1.
 SET_URL_JS = """(query) => {
@@ -49,9 +49,10 @@ def note_of(problems: list[str], applied: bool) -> str:
     return "*Settings loaded from the link.*" if applied else ""
 
 
-def copy_link(state: TourState, schema: LinkSchema, *values) -> dict:
-    """The link's parameters for the page's settings (and the tour's exercise) and what it leaves out."""
-    query, notes = encode_link(dict(zip(LINKED, values)), state.current, schema)
+def copy_link(request: RunRequest, state: TourState, schema: LinkSchema) -> dict:
+    """The link's parameters for the page's request (over the tour's exercise, when one is loaded) and what it
+    leaves out."""
+    query, notes = encode_link(form_values(request), state.current, schema)
     note = " ".join(notes) or "Anyone who opens this link gets these settings."
     return {"share_query": query, "share_note": f"*{note}*", "share_url": gr.update(visible=True)}
 

@@ -4,6 +4,7 @@ settings; another model by name; and last, collapsed, the engine choice (a vLLM 
 deployment whose operator set no server."""
 from __future__ import annotations
 
+from specdec.drafters import registry
 from specdec.engine.schedules import CONFIDENCE_THRESHOLD, SCHEDULES
 from specdec.models import presets
 from specdec.planning.choice import AUTO
@@ -26,15 +27,33 @@ def preset_line(preset) -> str:
 
 
 def pick_preset(key: str) -> dict:
-    """A pair preset fills the target, the draft (the measured default for the default pair), the sweep's drafts,
-    its one-line note and its details."""
+    """A pair preset fills the target and the draft (the measured default for the default pair); the notes follow
+    the models (models_note, on their change)."""
     preset = next((p for p in presets.PAIR_PRESETS if p.key == key), None)
     if preset is None:
         return {}
     default = default_draft()
     draft = default.name if default.name in preset.drafts else preset.drafts[0]
-    return {"target": preset.target, "draft": draft, "sweep_drafts": list(preset.drafts),
-            "preset_note": preset_line(preset), "preset_details": preset.note}
+    return {"target": preset.target, "draft": draft}
+
+
+def draft_hint(draft: str) -> str:
+    """The Draft control's line for `draft`: where the default's figure comes from, else what the drafter is."""
+    default = default_draft()
+    if draft == default.name:
+        return default.why()
+    spec = registry.registered(draft or "")
+    if spec is not None:
+        return spec.description
+    return "auto: the drafter and K predicted fastest on this machine" if draft == AUTO else "a model used as draft"
+
+
+def models_note(target: str, draft: str) -> dict:
+    """The preset's note and details and the Draft hint for the models now chosen (an exercise, a link or a person
+    changed them): the note of the preset whose target this is, none for another target."""
+    preset = next((p for p in presets.PAIR_PRESETS if p.target == target), None)
+    return {"preset_note": preset_line(preset) if preset else f"Target {target}: not one of the presets.",
+            "preset_details": preset.note if preset else "", "draft": gr.update(info=draft_hint(draft))}
 
 
 def engine_shown() -> bool:

@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Optional
 
 from specdec.engine.theory import measured_alpha
+from specdec.serving.run_record import RunRecord
 from specdec.ui.exercises import find_exercise
-from specdec.ui.session import RunView
 
 STORE_VERSION = 1
 STORE_KEY = "specdec-tour"  # the browser's localStorage key
@@ -51,11 +51,21 @@ class TourState:
         return key in self.revealed
 
 
-def observation_of(view: RunView) -> Observation:
-    stats = view.result.metrics
-    estimate = view.estimate if view.estimate is not None and view.estimate.ratio is not None else None
-    return Observation(stats.acceptance_rate, measured_alpha(view.events), stats.tokens_per_forward,
-                       estimate.describe() if estimate else None, estimate.verdict if estimate else None)
+FAULT = "fault"  # an Observation's verdict when its measurement was not of the run (no figure is kept)
+
+
+def observation_of(record: RunRecord) -> Observation:
+    """What the run's record shows: its acceptance figures, and its speedup only when it was measured without a
+    fault (a stopped or unfinished measurement keeps its figure so far; a fault keeps none)."""
+    stats, est = record.result.metrics, record.estimate
+    if est is not None and est.fault is not None:
+        speedup, verdict = None, FAULT
+    elif est is not None and est.ratio is not None:
+        speedup, verdict = est.describe(), est.verdict
+    else:
+        speedup, verdict = None, None
+    return Observation(stats.acceptance_rate, measured_alpha(record.events), stats.tokens_per_forward, speedup,
+                       verdict)
 
 
 def describe_observation(obs: Observation) -> str:
@@ -65,7 +75,9 @@ def describe_observation(obs: Observation) -> str:
         parts.append(f"α = {obs.alpha:.2f} (accepted / evaluated)")
     if obs.tokens_per_forward is not None:
         parts.append(f"{obs.tokens_per_forward:.2f} tokens per target forward")
-    if obs.speedup is None:
+    if obs.verdict == FAULT:
+        parts.append("no speedup reported (its timed repeats were not a measurement of this run)")
+    elif obs.speedup is None:
         parts.append("no speedup measured (the run was stopped, or is still measuring)")
     else:
         parts.append(f"measured speedup **{obs.speedup}**" + (f": {obs.verdict}" if obs.verdict else ""))

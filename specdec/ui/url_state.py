@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 from specdec.engine.schedules import SCHEDULES
 from specdec.models import presets
 from specdec.ui.exercises import EXERCISES, Exercise, find_exercise
+from specdec.ui.request_form import exercise_request, form_values
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def decode_link(params: Mapping[str, str], schema: LinkSchema) -> Decoded:
 
 def exercise_values(exercise: Exercise) -> dict:
     """The settings an exercise loads, by component name (what a link with `exercise=` need not repeat)."""
-    return {"prompt": exercise.prompt, **{f.name: getattr(exercise, f.name) for f in FIELDS}}
+    return form_values(exercise_request(exercise))
 
 
 def written(f: Field, value) -> str:

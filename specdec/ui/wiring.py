@@ -7,7 +7,10 @@ import inspect
 from functools import wraps
 from typing import TYPE_CHECKING
 
+from specdec.errors import SpecDecError
 from specdec.ui.guard import guard_run
+from specdec.ui.lab import error_update
+from specdec.ui.request_form import FORM, read_request
 from specdec.ui.run_ids import RUN_JS, STOP_JS, tied_to_run
 
 import gradio as gr
@@ -65,6 +68,47 @@ def on(trigger, fn, inputs, outputs: dict, gpu_s: int | None = None, run_id=None
     if gpu_s:
         wrapped = on_gpu(wrapped, gpu_s)
     return trigger(wrapped, inputs=inputs, outputs=components, **kwargs)
+
+
+def with_request(fn):
+    """fn(session, request, *rest), a callback taking the RunRequest, as an event handler taking the session, the
+    tour's state (the exercise it has loaded) and the form's fields (request_form.FORM, by name: the API's
+    parameters and the deployment guard's checks read them), then *rest: the request is built once, here. A form
+    that makes no request (a bad value) gives the error update instead of calling fn."""
+    parameters = list(inspect.signature(fn).parameters.values())
+    fields = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in FORM]
+    tour = inspect.Parameter("tour", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+    def read(tour_state, args):
+        return read_request(dict(zip(FORM, args)), getattr(tour_state, "current", None))
+
+    if inspect.isgeneratorfunction(fn):
+        @wraps(fn)
+        def handler(session, tour_state, *args, **kwargs):
+            try:
+                request = read(tour_state, args)
+            except (SpecDecError, ValueError) as exc:
+                yield error_update(exc)
+                return
+            yield from fn(session, request, *args[len(FORM):], **kwargs)
+    else:
+        @wraps(fn)
+        def handler(session, tour_state, *args, **kwargs):
+            try:
+                request = read(tour_state, args)
+            except (SpecDecError, ValueError) as exc:
+                return error_update(exc)
+            return fn(session, request, *args[len(FORM):], **kwargs)
+
+    handler.__signature__ = inspect.Signature([parameters[0], tour, *fields, *parameters[2:]])
+    return handler
+
+
+def on_request(trigger, fn, c: dict, session, outputs: dict, extra=(), **kwargs):
+    """Registers a timed tab's callback fn(session, request, *extra values) on `trigger`: its inputs are the session,
+    the tour's state and the request form (with_request), then the components named in `extra`."""
+    inputs = [session, c["tour_state"], *(c[name] for name in FORM), *(c[name] for name in extra)]
+    return on(trigger, with_request(fn), inputs, outputs, **kwargs)
 
 
 def on_stop(trigger, lab: LabCore, session, run_id, run_name: str, outputs: dict, **kwargs):

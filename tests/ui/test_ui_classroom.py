@@ -10,7 +10,7 @@ from specdec.ui.tabs.generate.callbacks import Lab
 import gradio as gr
 
 from tests.ui.tabs.generate.test_ui_callbacks import ARGS
-from tests.ui_fakes import FakeEngine
+from tests.ui_fakes import FakeEngine, form_request
 
 EXERCISE = "An exercise's prompt."
 
@@ -24,7 +24,7 @@ def make_lab():
 
 
 def run(lab, session=None, **changes):
-    return list(lab.generate(session or Session(), **{**ARGS, "prompt": EXERCISE, **changes}))
+    return list(lab.generate(session or Session(), form_request(**{**ARGS, "prompt": EXERCISE, **changes})))
 
 
 def baselines(engine):

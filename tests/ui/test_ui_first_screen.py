@@ -6,7 +6,7 @@ from specdec.measure.speedup import Estimate
 from specdec.models import presets
 from specdec.ui.defaults import best_from_cards, default_draft
 from specdec.ui.links import link_docs
-from specdec.ui.sidebar import pick_preset
+from specdec.ui.sidebar import models_note, pick_preset
 from specdec.ui.views.cards import auto_card, render_cards
 from specdec.ui.views.verdict import render_progress, render_verdict, verdict_sentence
 
@@ -59,9 +59,10 @@ def test_docs_references_become_links_only_under_a_configured_base():
 
 
 def test_the_preset_note_is_one_line_and_its_details_are_apart():
-    picked = pick_preset(presets.PAIR_PRESETS[0].key)
-    assert "\n" not in picked["preset_note"] and len(picked["preset_note"]) < 90
-    assert picked["preset_details"] == presets.PAIR_PRESETS[0].note
+    first = presets.PAIR_PRESETS[0]
+    picked, note = pick_preset(first.key), models_note(first.target, default_draft().name)
+    assert "\n" not in note["preset_note"] and len(note["preset_note"]) < 90
+    assert note["preset_details"] == first.note
     assert picked["draft"] == default_draft().name
 
 

@@ -1,6 +1,7 @@
 """Server options (flags and environment) and the callback-to-components adapter."""
+from specdec.models import presets
 from specdec.ui.launch import parse_options
-from specdec.ui.layout import pick_preset
+from specdec.ui.sidebar import models_note, pick_preset
 from specdec.ui.wiring import bind
 
 import gradio as gr
@@ -53,7 +54,13 @@ def test_bind_keeps_generators_streaming_and_the_signature():
     assert list(inspect.signature(fn).parameters) == ["session", "prompt"]
 
 
-def test_a_pair_preset_fills_target_draft_and_sweep_drafts():
+def test_a_pair_preset_fills_target_and_draft_and_leaves_the_sweeps_drafts_to_the_sidebar():
     picked = pick_preset("smollm2-1.7b")
-    assert picked["target"] == "HuggingFaceTB/SmolLM2-1.7B-Instruct" and len(picked["sweep_drafts"]) == 2
-    assert "Hugging Face Hub" in picked["preset_note"]
+    assert picked == {"target": "HuggingFaceTB/SmolLM2-1.7B-Instruct", "draft": "HuggingFaceTB/SmolLM2-135M-Instruct"}
+
+
+def test_the_notes_follow_the_target_however_it_was_chosen():
+    note = models_note("HuggingFaceTB/SmolLM2-1.7B-Instruct", "HuggingFaceTB/SmolLM2-135M-Instruct")
+    assert "Hugging Face Hub" in note["preset_note"]
+    lab = models_note(presets.LAB_TARGET, presets.LAB_DRAFT)
+    assert "bundled" in lab["preset_note"] and "0.3 GB" not in lab["preset_note"]

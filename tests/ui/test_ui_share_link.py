@@ -3,12 +3,13 @@ settings reach the page, the tour's records come back from the browser's storage
 from types import SimpleNamespace
 
 from specdec.ui.session import Session
-from specdec.ui.share_link import LINKED, copy_link
+from specdec.ui.share_link import copy_link
 from specdec.ui.tabs.tour.callbacks import page_load
 from specdec.ui.tour_state import Prediction, TourState, to_store
 from specdec.ui.url_state import LinkSchema
 
 from tests.ui.test_ui_url_state import LIMITS
+from tests.ui_fakes import form_request
 
 SCHEMA = LinkSchema(limits=LIMITS, examples=("Explain photosynthesis in simple terms.",))
 
@@ -57,6 +58,6 @@ def test_copy_link_carries_the_tours_exercise_and_what_differs_from_it():
     values = {"prompt": "x", "target_custom": "", "draft_custom": "", "target": "lab-target",
               "draft": "lab-draft-distilled", "k": 9, "k_schedule": "constant", "temperature": 1.2, "top_p": 1.0,
               "top_k": 0, "seed": 0, "max_new_tokens": 64, "chat": False}
-    update = copy_link(TourState(current="hot"), SCHEMA, *(values[name] for name in LINKED))
+    update = copy_link(form_request(**values), TourState(current="hot"), SCHEMA)
     assert update["share_query"] == "exercise=hot&k=9"
     assert "Your own prompt is not put in links" in update["share_note"]

@@ -38,6 +38,10 @@ def verdict_text(est) -> str:
 
 def _speedup_card(est, note: str) -> str:
     label = "Speedup vs target-only (measured)"
+    if est is not None and est.fault is not None:
+        return metric_card(label, "no figure", f"not a measurement of this run: {est.fault}", "speedup")
+    if est is not None and est.above_bound:
+        return metric_card(label, "…", est.describe(), "speedup")
     if est is None or est.ratio is None:
         return metric_card(label, "…" if note else "–", note or "measured once the run ends", "speedup")
     verdict = verdict_text(est)

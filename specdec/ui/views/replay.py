@@ -2,7 +2,7 @@
 draft→verify cycles (tabs/whatif/callbacks.py sends it once; whatif.js draws and steps through it with no server
 call).
 
-Plain functions over StepEvents (engine/events.py) and the session's RunView: lists, dicts, floats, no tensors.
+Plain functions over StepEvents (engine/events.py) and the session's RunRecord (serving/run_record.py): lists, dicts, floats, no tensors.
 """
 from __future__ import annotations
 
@@ -46,13 +46,14 @@ def measured_costs(view) -> tuple[Optional[float], Optional[float]]:
 
 
 def run_data(view) -> Optional[dict]:
-    """What "Use my run" puts into the panel: K, α, c, v(K), the measured speedup with its interval, the accepted
-    lengths and the replay; None without a run."""
+    """What "Use my run" puts into the panel, from the run's record: K, α, c, v(K), the measured speedup with its
+    interval (none for a measurement that was not of this run: a fault), the accepted lengths and the replay; None
+    without a run."""
     if view is None or not view.events:
         return None
     k = view.result.settings.k
     c, v = measured_costs(view)
-    est = view.estimate
+    est = view.estimate if view.estimate is not None and view.estimate.fault is None else None
     return {
         "k": k,
         "alpha": theory.measured_alpha(view.events),

@@ -7,7 +7,8 @@ from __future__ import annotations
 from html import escape
 
 from specdec.planning.choice import AUTO
-from specdec.ui.session import RunView, Session
+from specdec.serving.run_record import RunRecord
+from specdec.ui.session import Session
 from specdec.ui.views.plots import run_figures, throughput_figure
 from specdec.ui.views.sweep import sweep_update
 from specdec.ui.views.tables import DEFINITIONS
@@ -35,19 +36,28 @@ def table_html(df: pd.DataFrame) -> str:
     return df.to_html(index=False, classes="report-table", border=0, na_rep="–")
 
 
-def settings_html(view: RunView) -> str:
-    result, memory = view.result, view.result.metrics.memory
-    ran = {"k_schedule": result.k_schedule} if result.k_schedule else {}  # the schedule that ran (auto's, when planned)
-    rows = [("target", result.target_name), ("draft", result.draft_name or "none (target only)"),
-            *((label, ran.get(name, getattr(result.settings, name))) for name, label in SETTING_LABELS.items())]
+def settings_html(record: RunRecord) -> str:
+    """What ran, from the run's record: the models, the drafter that drafted and its family, the settings that ran
+    (the schedule that chose K), the K each step drafted, the exercise and the device."""
+    result, memory = record.result, record.result.metrics.memory
+    drafted_by = "" if record.drafted_by in (None, record.draft) else f" → {record.drafted_by}"
+    family = f" ({record.family})" if record.family else ""
+    rows = [("target", result.target_name), ("draft", f"{record.draft}{drafted_by}{family}" if record.draft
+                                             else "none (target only)"),
+            *((label, getattr(record.settings, name)) for name, label in SETTING_LABELS.items()),
+            ("K per step", record.k_words())]
+    if record.exercise:
+        rows.append(("exercise", record.exercise))
     if memory is not None:
         rows.append(("device", memory.device))
     df = pd.DataFrame([(k, "off" if v is None else v) for k, v in rows], columns=["setting", "value"])
-    return f"{table_html(df)}<p>Prompt (as tokenised):</p><pre class='prompt'>{escape(view.prompt)}</pre>"
+    return f"{table_html(df)}<p>Prompt (as tokenised):</p><pre class='prompt'>{escape(record.prompt_text)}</pre>"
 
 
-def speedup_html(view: RunView) -> str:
-    est = view.estimate
+def speedup_html(record: RunRecord) -> str:
+    est = record.estimate
+    if est is not None and est.fault is not None:
+        return f"<p class='key-result'>No speedup reported: {escape(est.describe())}.</p>"
     if est is None or est.ratio is None:
         return "<p class='key-result'>No speedup measured: the run was stopped before the timed repeats.</p>"
     rates = ""
@@ -60,11 +70,11 @@ def speedup_html(view: RunView) -> str:
             f"{est.new_tokens} new tokens, interleaved, apart from the streamed run.{escape(rates)}</p>")
 
 
-def run_figure_set(view: RunView) -> dict[str, go.Figure]:
+def run_figure_set(record: RunRecord) -> dict[str, go.Figure]:
     """The Generate tab's plots as they show after measuring (the timed pair's throughput when there is one)."""
-    figures = run_figures(view.events, view.result, view.baseline, view.result.metrics.memory)
-    if view.baseline is not None:
-        figures["plot_throughput"] = throughput_figure(view.measured, view.baseline)
+    figures = run_figures(record.events, record.result, record.baseline, record.result.metrics.memory)
+    if record.baseline is not None:
+        figures["plot_throughput"] = throughput_figure(record.measured, record.baseline)
     return figures
 
 
@@ -89,8 +99,8 @@ def measurement_row(key, est) -> dict:
     if key[0] == "vllm":
         _, url, model, baseline_url, prompt_ids, settings = key
         target, draft, device, dtype = model, f"vLLM server {url}", f"vs baseline server {baseline_url}", "–"
-    else:
-        target, device, dtype, draft, prompt_ids, settings = key
+    else:  # a drafter that learns across requests adds what it had learnt (its fingerprint) after these
+        target, device, dtype, draft, prompt_ids, settings = key[:6]
     return {"target": target, "draft": draft, "device": device, "dtype": dtype, "K": settings.k,
             "K schedule": "auto" if draft == AUTO else settings.k_schedule, "T": settings.temperature, "seed": settings.seed,
             "prompt tokens": len(prompt_ids), "speedup": est.describe(), "verdict": est.verdict or "–"}

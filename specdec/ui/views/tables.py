@@ -5,8 +5,6 @@ import json
 import tempfile
 from pathlib import Path
 
-from specdec.engine.theory import measured_alpha
-
 import pandas as pd
 
 STEP_COLUMNS = ["step", "K", "drafted", "accepted", "final", "final kind", "emitted",
@@ -77,26 +75,25 @@ DEFINITIONS = {
 }
 
 
-def measurement_record(estimate, baseline) -> dict:
-    """The speedup with its interval and the target-only baseline, for the JSON export."""
-    record = {"speedup": None if estimate is None else estimate.to_dict()}
-    if baseline is not None:
-        m = baseline.metrics
-        record["baseline"] = {"draft": None, "new_tokens": m.new_tokens, "wall_time_s": m.wall_time_s,
-                              "tokens_per_s": m.tokens_per_s, "note": "the latest timed target-only run"}
-    return record
+def baseline_record(baseline) -> dict:
+    """The latest timed target-only run, for the JSON export ({} when there is none)."""
+    if baseline is None:
+        return {}
+    m = baseline.metrics
+    return {"baseline": {"draft": None, "new_tokens": m.new_tokens, "wall_time_s": m.wall_time_s,
+                         "tokens_per_s": m.tokens_per_s, "note": "the latest timed target-only run"}}
 
 
-def export_trace(result, folder: str | None = None, stem: str = "specdec-trace", *, measurement=None,
-                 baseline=None, extra: dict | None = None) -> list[str]:
-    """Writes <stem>.csv (the per-token trace) and <stem>.json (RunResult.to_dict(): settings, every
-    step, metrics; plus α, the measured speedup with its interval, the baseline, the definitions and `extra`:
-    a vLLM run's record, specdec/vllm/report.run_record); returns both paths."""
+def export_trace(record, folder: str | None = None, stem: str = "specdec-trace", *, extra: dict | None = None
+                 ) -> list[str]:
+    """Writes <stem>.csv (the per-token trace) and <stem>.json: the run's record (RunRecord.to_dict: the request,
+    the settings that ran, every step, the metrics, α, the measurement with its policy), the latest target-only
+    baseline, the definitions and `extra` (a vLLM run's record, specdec/vllm/report.run_record); returns both
+    paths."""
     out = Path(folder or tempfile.mkdtemp(prefix="specdec-"))
     csv_path, json_path = out / f"{stem}.csv", out / f"{stem}.json"
-    trace_dataframe(result.events).to_csv(csv_path, index=False)
-    report = {**result.to_dict(), "alpha": measured_alpha(result.events), **measurement_record(measurement, baseline),
-              **(extra or {}), "definitions": DEFINITIONS}
+    trace_dataframe(record.events).to_csv(csv_path, index=False)
+    report = {**record.to_dict(), **baseline_record(record.baseline), **(extra or {}), "definitions": DEFINITIONS}
     json_path.write_text(json.dumps(report, indent=1, ensure_ascii=False))
     return [str(csv_path), str(json_path)]
 

@@ -18,6 +18,8 @@ def _pairs(n: int) -> str:
 def verdict_sentence(est) -> str:
     """'1.42× faster than the target alone — 95% interval 1.37–1.48, 8 paired runs', 'No measurable difference…',
     'Slower: 0.91×…', or what is missing for a verdict."""
+    if est is not None and est.fault is not None:
+        return (f"No speedup reported: the timed repeats were not a measurement of this run ({est.fault}).")
     if est is None or est.ratio is None or est.repeats == 0:
         return "Stopped before the first timed pair: no speedup measured."
     interval = (f"{est.confidence:.0%} interval {est.low:.2f}–{est.high:.2f}, {_pairs(est.repeats)}"
@@ -34,14 +36,15 @@ def verdict_sentence(est) -> str:
 
 def render_verdict(est) -> str:
     """The sentence, large (CSS .verdict-big), with data-verdict for tests and styling."""
-    verdict = (est.verdict if est is not None else None) or "none"
+    verdict = "fault" if est is not None and est.fault is not None else (est.verdict if est is not None else None) \
+        or "none"
     return (f'<div class="verdict-big" data-verdict="{escape(verdict)}" role="status">'
             f"{escape(verdict_sentence(est))}</div>")
 
 
 def render_progress(what: str, est=None) -> str:
     """The box while a run is under way: what is happening, pairs so far, and why Run waits."""
-    if est is not None and est.ratio is not None:
+    if est is not None and est.ratio is not None and not est.above_bound:
         need = pairs_for_interval(est.confidence)
         so_far = (f"{_pairs(est.repeats)} so far, {est.ratio:.2f}× for now"
                   + (f" (a {est.confidence:.0%} interval needs {need})" if est.repeats < need else ""))

@@ -19,7 +19,8 @@ from typing import Optional
 from specdec import config
 from specdec.engine.theory import live_metrics
 from specdec.models.memory import format_bytes
-from specdec.ui.session import RunView
+from specdec.serving.request import RunRequest
+from specdec.serving.run_record import RunRecord
 from specdec.ui.throttle import Throttle
 from specdec.ui.views.cards import alpha_note, metric_card, render_cards
 from specdec.ui.views.plots import run_figures, throughput_figure
@@ -121,7 +122,7 @@ def wire_engine_controls(on, c: dict, session) -> None:
 
 @dataclass
 class VllmView:
-    """A vLLM run's own records, kept with its RunView (RunView.vllm) for the cards, the exports and the report."""
+    """A vLLM run's own records, kept with its run record (RunRecord.vllm) for the cards, the exports and the report."""
 
     run: object  # specdec.vllm.engine.VllmRun
     lead: object  # specdec.vllm.engine.Server
@@ -159,34 +160,35 @@ def server_settings(lead, settings):
     return replace(settings, k=lead.info.k or settings.k)
 
 
-def generate(lab, session, prompt, settings, chat: bool = True):
+def generate(lab, session, request: RunRequest):
     """Generator of {output: value} updates (Lab.generate's, for a vLLM server); errors go to Lab.generate."""
     choice: VllmChoice = session.vllm
     yield {"status": render_status(f"Connecting to the vLLM server at {choice.url}…"), "error": ""}
     lead, baseline = connect_pair(choice)
-    settings = server_settings(lead, settings)
-    ids = vllm_engine.encode(lead, prompt, chat)
-    view = yield from stream(lab, session, lead, ids, prompt, settings)
-    view.vllm.baseline = baseline
-    if view.stopped:
-        yield finish(view, status="Stopped: no speedup is measured for a partial run.")
+    settings = server_settings(lead, request.settings)
+    ids = vllm_engine.encode(lead, request.prompt, request.chat)
+    record = yield from stream(lab, session, request, lead, ids, settings)
+    record.vllm.baseline = baseline
+    if record.stopped:
+        yield finish(record, status="Stopped: no speedup is measured for a partial run.")
         return
     if baseline is None:
-        yield finish(view, status=f"Done on vLLM ({lead.info.method}, K={lead.info.k}). Give a baseline server URL "
-                                  f"for a measured speedup.")
+        yield finish(record, status=f"Done on vLLM ({lead.info.method}, K={lead.info.k}). Give a baseline server URL "
+                                    f"for a measured speedup.")
         return
-    yield finish(view, note="measuring…", status="Measuring the speedup against the baseline server…")
-    for view.estimate in vllm_engine.measure_speedup(lead, baseline, ids, settings, cache=session.measurements,
-                                                    policy=lab.policy, should_stop=lambda: session.stop_requested):
-        if not view.estimate.final:
-            yield {"cards": view_cards(view), "status": render_status(f"Measuring: {view.estimate.describe()}…")}
+    yield finish(record, note="measuring…", status="Measuring the speedup against the baseline server…")
+    record.policy = lab.policy
+    for record.estimate in vllm_engine.measure_speedup(lead, baseline, ids, settings, cache=session.measurements,
+                                                      policy=lab.policy, should_stop=lambda: session.stop_requested):
+        if not record.estimate.final:
+            yield {"cards": view_cards(record), "status": render_status(f"Measuring: {record.estimate.describe()}…")}
     m = session.measurements[vllm_engine.measurement_key(lead, baseline, ids, settings)]
-    view.measured, view.baseline = m.lead_result, m.follow_result
-    yield finish(view, status=f"Done. Speedup vs the baseline server: {view.estimate.describe()}.")
+    record.measured, record.baseline = m.lead_result, m.follow_result
+    yield finish(record, status=f"Done. Speedup vs the baseline server: {record.estimate.describe()}.")
 
 
-def stream(lab, session, lead, ids, prompt, settings):
-    """Streams the completion (plain tokens until vLLM's record arrives); returns its RunView."""
+def stream(lab, session, request: RunRequest, lead, ids, settings):
+    """Streams the completion (plain tokens until vLLM's record arrives); returns the run's record."""
     gen, tokens = vllm_engine.stream_run(lead, ids, settings), Throttle(lab.token_interval_s)
     events, run, stopped = [], None, False
     while True:
@@ -200,12 +202,13 @@ def stream(lab, session, lead, ids, prompt, settings):
             stopped = True
             break
         if tokens.ready():
-            yield {"tokens": render_tokens(events, prompt, streaming=True, step_marks=False),
+            yield {"tokens": render_tokens(events, request.prompt, streaming=True, step_marks=False),
                    "cards": render_cards(live_metrics(events)),
                    "status": render_status("Streaming from vLLM: fates arrive with its final chunk…")}
     if run is None:  # stopped: show what arrived, uncoloured
         run = _partial(lead, ids, settings, events)
-    session.last_run = RunView(prompt, run.result.events, run.result, stopped=stopped, vllm=VllmView(run, lead))
+    session.last_run = RunRecord(request, request.prompt, run.result, engine="vllm",
+                                 compute=f"vLLM server {lead.label}", stopped=stopped, vllm=VllmView(run, lead))
     return session.last_run
 
 
@@ -225,11 +228,11 @@ def memory_card(rss_bytes: Optional[int]) -> str:
                  "server, engine core, workers), from /proc; the draft's share is not exposed", "memory")
 
 
-def view_cards(view: RunView, note: str = "") -> str:
+def view_cards(record: RunRecord, note: str = "") -> str:
     """The lab's cards (acceptance rate with α, tokens per target forward, tokens/s, the measured speedup) and
     vLLM's: its own figures, the server-wide counters, what the server runs, what it does not expose."""
-    v = view.vllm
-    html = render_cards(view.result.metrics, view.estimate, None, note, "", alpha_note(view.events),
+    v = record.vllm
+    html = render_cards(record.result.metrics, record.estimate, None, note, "", alpha_note(record.events),
                         memory_card=memory_card(v.rss_bytes))
     length = (v.run.spec or {}).get("mean_acceptance_length")
     extra = [metric_card("vLLM mean acceptance length", "–" if length is None else f"{length:.2f}",
@@ -243,19 +246,18 @@ def view_cards(view: RunView, note: str = "") -> str:
     return html[: -len("</div>")] + "".join(extra) + "</div>"
 
 
-def finish(view: RunView, note: str = "", status: str = "") -> dict:
+def finish(record: RunRecord, note: str = "", status: str = "") -> dict:
     """Everything about a finished (or stopped) vLLM run: tokens, cards (with the server's counters and memory read
     now), plots, steps table and the exports (CSV / JSON trace with vLLM's record)."""
-    v = view.vllm
+    v = record.vllm
     v.counters, v.rss_bytes = _read_safely(vllm_engine.server_counters, v.lead), vllm_engine.server_rss_bytes(v.lead)
-    record = run_record(v.run, v.lead, v.baseline, v.counters, v.rss_bytes)
-    view.exports = export_trace(view.result, measurement=view.estimate, baseline=view.baseline, extra=record)
-    figures = run_figures(view.events, view.result, view.baseline, None)
-    if view.baseline is not None:
-        figures["plot_throughput"] = throughput_figure(view.measured, view.baseline)
-    return {"tokens": render_tokens(view.events, view.prompt, empty_note="(no tokens)"),
-            "cards": view_cards(view, note), **figures, "steps_table": steps_dataframe(view.events),
-            "exports": view.exports, "status": render_status(status), "error": ""}
+    record.exports = export_trace(record, extra=run_record(v.run, v.lead, v.baseline, v.counters, v.rss_bytes))
+    figures = run_figures(record.events, record.result, record.baseline, None)
+    if record.baseline is not None:
+        figures["plot_throughput"] = throughput_figure(record.measured, record.baseline)
+    return {"tokens": render_tokens(record.events, record.prompt_text, empty_note="(no tokens)"),
+            "cards": view_cards(record, note), **figures, "steps_table": steps_dataframe(record.events),
+            "exports": record.exports, "status": render_status(status), "error": ""}
 
 
 def _read_safely(read, server):

@@ -9,7 +9,7 @@ from specdec.ui.vllm import engine as vllm_engine
 
 import pytest
 
-from tests.ui_fakes import FakeEngine
+from tests.ui_fakes import FakeEngine, form_request, split_request
 from tests.vllm_fakes import FakeLauncher, FakeServers
 
 QUICK = Policy(min_repeats=6, floor_repeats=6, max_repeats=6, tolerance=0.0, budget_s=0.0, hard_budget_s=0.0)
@@ -17,7 +17,7 @@ LEAD, BASE = "http://127.0.0.1:8000", "http://127.0.0.1:8001"
 RACE = dict(prompt="Hi", clean_whitespace=False, target="", draft="", target_custom="", draft_custom="", k=4,
             temperature=0.0, top_p=1.0, top_k=0, max_new_tokens=12, seed=0)
 SWEEP = dict(prompt="Hi", clean_whitespace=False, target="", target_custom="", drafts=["prompt-lookup"],
-             ks="2, 4", temperatures="0", max_new_tokens=12, seed=0, top_p=1.0, top_k=0)
+             ks="2, 4", temperatures="0", tokens=12, seed=0, top_p=1.0, top_k=0)
 
 
 def no_progress(*args, **kwargs):
@@ -45,7 +45,7 @@ def lab():
 # --- Race ---------------------------------------------------------------------------------------------------
 
 def test_the_vllm_race_runs_the_speculative_server_then_the_baseline_then_measures(servers, lab):
-    updates = list(run_race(lab, session_on(), **RACE))
+    updates = list(run_race(lab, session_on(), form_request(**RACE)))
     assert not any(u.get("error") for u in updates)
     first_base = next(i for i, u in enumerate(updates) if "t1000" in u.get("race_base", ""))
     assert all("t1000" not in u.get("race_base", "") for u in updates[:first_base])
@@ -59,21 +59,21 @@ def test_the_vllm_race_runs_the_speculative_server_then_the_baseline_then_measur
 
 def test_the_vllm_race_and_generate_share_one_measurement(servers, lab):
     session = session_on()
-    list(run_race(lab, session, **RACE))
+    list(run_race(lab, session, form_request(**RACE)))
     timed = len(servers.requests)
-    list(lab.generate(session, **RACE))
+    list(lab.generate(session, form_request(**RACE)))
     assert len(servers.requests) == timed + 1  # Generate streams once and reuses the race's measured pairs
 
 
 def test_the_vllm_race_without_a_baseline_server_says_which_url_to_give(servers, lab):
-    last = list(run_race(lab, session_on(baseline=""), **RACE))[-1]
+    last = list(run_race(lab, session_on(baseline=""), form_request(**RACE)))[-1]
     assert "baseline server URL" in last["error"] and "race_base" not in last
 
 
 def test_a_stop_during_the_vllm_race_ends_it_without_a_verdict(servers, lab):
     session = session_on()
     updates = []
-    for update in run_race(lab, session, **RACE):
+    for update in run_race(lab, session, form_request(**RACE)):
         updates.append(update)
         if "race_spec" in update:
             session.stop_requested = True
@@ -84,7 +84,8 @@ def test_a_stop_during_the_vllm_race_ends_it_without_a_verdict(servers, lab):
 # --- Sweep --------------------------------------------------------------------------------------------------
 
 def sweep(lab, session, launcher, **overrides):
-    return list(run_sweep(lab, session, **{**SWEEP, **overrides}, progress=no_progress, python="python",
+    request, rest = split_request({**SWEEP, **overrides})
+    return list(run_sweep(lab, session, request, **rest, progress=no_progress, python="python",
                           resolve=lambda name: f"/exports/{name}", launcher=launcher))
 
 
@@ -115,7 +116,8 @@ def test_the_vllm_sweep_says_how_long_its_server_starts_take_before_starting(ser
 def test_a_stop_while_a_server_starts_stops_it_and_starts_no_other(servers, lab):
     launcher, session = FakeLauncher(servers, health_rounds=5), session_on()
     updates = []
-    for update in run_sweep(lab, session, **SWEEP, progress=no_progress, python="python",
+    request, own = split_request(SWEEP)
+    for update in run_sweep(lab, session, request, **own, progress=no_progress, python="python",
                             resolve=lambda name: name, launcher=launcher):
         updates.append(update)
         if "Waiting for /health" in update.get("status", ""):
@@ -126,7 +128,8 @@ def test_a_stop_while_a_server_starts_stops_it_and_starts_no_other(servers, lab)
 
 def test_a_closed_sweep_page_leaves_no_server_running(servers, lab):
     launcher = FakeLauncher(servers, health_rounds=5)
-    gen = run_sweep(lab, session_on(), **SWEEP, progress=no_progress, python="python", resolve=lambda n: n,
+    request, own = split_request(SWEEP)
+    gen = run_sweep(lab, session_on(), request, **own, progress=no_progress, python="python", resolve=lambda n: n,
                     launcher=launcher)
     for update in gen:
         if "Waiting for /health" in update.get("status", ""):

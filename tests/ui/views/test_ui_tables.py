@@ -2,11 +2,14 @@
 import json
 
 from specdec.engine.events import DecodeSettings
+from specdec.serving.run_record import RunRecord
 from specdec.ui.views import tables
 
 import pandas as pd
 
-from tests.ui_fakes import FakeEngine, FakeModel, mixed_run
+from tests.ui_fakes import FakeEngine, FakeModel, form_request, mixed_run
+
+FORM = dict(prompt="x", target="t", draft="d", k=4, temperature=0.0, max_new_tokens=12)
 
 
 def test_steps_table_has_one_row_per_step():
@@ -22,7 +25,7 @@ def test_trace_has_a_row_per_proposed_or_target_token_with_its_fate():
 
 def test_export_writes_csv_and_json_of_the_full_trace(tmp_path):
     result = FakeEngine().generate(FakeModel("t"), FakeModel("d"), [1], DecodeSettings(k=4, max_new_tokens=12))
-    csv_path, json_path = tables.export_trace(result, folder=str(tmp_path))
+    csv_path, json_path = tables.export_trace(RunRecord(form_request(**FORM), "x", result), folder=str(tmp_path))
     assert len(pd.read_csv(csv_path)) == len(tables.trace_dataframe(result.events))
     saved = json.loads(open(json_path).read())
     assert len(saved["steps"]) == len(result.events) and saved["metrics"]["new_tokens"] == 12
@@ -38,7 +41,8 @@ def test_the_json_export_carries_the_speedup_interval_baseline_and_definitions(t
     result = engine.generate(FakeModel("t"), FakeModel("d"), [1], DecodeSettings(k=4, max_new_tokens=12))
     baseline = engine.generate(FakeModel("t"), None, [1], DecodeSettings(k=4, max_new_tokens=12))
     est = estimate([Pair(Timing(12, 1.0), Timing(12, 1.5), True)] * 6, state="done")
-    _, json_path = tables.export_trace(result, folder=str(tmp_path), measurement=est, baseline=baseline)
+    record = RunRecord(form_request(**FORM), "x", result, estimate=est, baseline=baseline)
+    _, json_path = tables.export_trace(record, folder=str(tmp_path))
     saved = json.loads(open(json_path).read())
     assert saved["speedup"]["ratio"] == 1.5 and saved["speedup"]["low"] == 1.5 and saved["speedup"]["repeats"] == 6
     assert saved["baseline"]["new_tokens"] == 12 and {"acceptance_rate", "alpha"} <= set(saved["definitions"])

@@ -10,7 +10,7 @@ from specdec.ui.vllm import engine as vllm_engine
 
 import pytest
 
-from tests.ui_fakes import FakeEngine
+from tests.ui_fakes import FakeEngine, form_request
 from tests.vllm_fakes import FakeServers
 
 ARGS = dict(prompt="Hi", clean_whitespace=False, target="lab-target", draft="lab-draft", target_custom="",
@@ -65,7 +65,7 @@ def test_an_unreachable_server_shows_one_message_and_keeps_the_screen(lab, monke
         port = sock.getsockname()[1]
     session = Session()
     vllm_engine.choose_engine(session, vllm_engine.VLLM, f"http://127.0.0.1:{port}", "")
-    updates = list(lab.generate(session, **ARGS))
+    updates = list(lab.generate(session, form_request(**ARGS)))
     last = updates[-1]
     assert "cannot reach" in last["error"] and "tokens" not in last and "cards" not in last
     assert not session.running  # the app keeps serving: the next run can start
@@ -89,7 +89,7 @@ def on_vllm(monkeypatch):
 
 def test_a_vllm_run_exports_its_trace_with_vllms_record_and_the_measured_speedup(on_vllm):
     lab, session = on_vllm
-    final = list(lab.generate(session, **{**ARGS, "max_new_tokens": 12}))[-1]
+    final = list(lab.generate(session, form_request(**{**ARGS, "max_new_tokens": 12})))[-1]
     assert not final["error"]
     csv_path, json_path = final["exports"]
     report = json.loads(open(json_path).read())
@@ -102,14 +102,14 @@ def test_a_vllm_run_exports_its_trace_with_vllms_record_and_the_measured_speedup
 
 def test_a_vllm_servers_memory_is_not_exposed_unless_the_lab_started_it(on_vllm):
     lab, session = on_vllm
-    final = list(lab.generate(session, **ARGS))[-1]
+    final = list(lab.generate(session, form_request(**ARGS)))[-1]
     assert "Memory (vLLM server)" in final["cards"] and "not exposed by the server" in final["cards"]
     assert final["cards"].count('data-metric="memory"') == 1
 
 
 def test_the_servers_metrics_counters_are_shown_in_their_own_card(on_vllm):
     lab, session = on_vllm
-    final = list(lab.generate(session, **ARGS))[-1]
+    final = list(lab.generate(session, form_request(**ARGS)))[-1]
     assert 'data-metric="vllm_counters"' in final["cards"]
     assert "10 drafts, 30 draft tokens, 15 accepted" in final["cards"] and "2.50" in final["cards"]
 
@@ -118,7 +118,7 @@ def test_the_html_report_of_a_vllm_run_has_vllms_cards_and_its_measurement(on_vl
     from specdec.ui.tabs.generate.callbacks import build_report
 
     lab, session = on_vllm
-    list(lab.generate(session, **ARGS))
+    list(lab.generate(session, form_request(**ARGS)))
     html = build_report(lab, session)
     assert "vLLM server counters" in html and "Not available from vLLM" in html
     assert f"vLLM server {LEAD}" in html and f"vs baseline server {BASE}" in html

@@ -16,8 +16,11 @@ TAB_LABEL = "Class board"  # the tab's label: opening it starts the refreshing (
 
 
 def app_prompts(examples: list[str]) -> dict[str, str]:
-    """The app's own prompts and their names on the board: the tour's exercises, then the examples."""
-    named = {e.prompt: f"Exercise {exercise_number(e)}: {e.title}" for e in EXERCISES}
+    """The app's own prompts and their names on the board for runs that are not an exercise's own (an exercise's run
+    is filed under its exercise: classroom.record_run): the exercises' prompts, then the examples."""
+    named: dict[str, str] = {}
+    for e in EXERCISES:  # several exercises share a prompt: the first names it
+        named.setdefault(e.prompt, f"Exercise {exercise_number(e)}'s prompt, other settings")
     for i, prompt in enumerate(examples, 1):
         first = " ".join(prompt.split())
         named.setdefault(prompt, f"Example {i}: {first[:40]}{'…' if len(first) > 40 else ''}")

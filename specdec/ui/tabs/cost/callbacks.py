@@ -4,6 +4,7 @@ Sweep over K: specdec/measure/sweep.py). Plain functions returning {output name:
 them)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 from specdec.engine.theory import median
@@ -12,7 +13,8 @@ from specdec.measure.device_presets import THIS_MACHINE, cached_machine, measure
 from specdec.measure.sweep import SweepPoint, SweepRunner, add_theory, parse_ks, plan_sweep
 from specdec.serving.limits import check_sweep_size, current
 from specdec.ui.cost_prediction import Measured, prediction
-from specdec.ui.lab import LabCore, error_update, make_settings, measure_points
+from specdec.serving.request import RunRequest
+from specdec.ui.lab import LabCore, error_update, measure_points
 from specdec.ui.models import pick_name
 from specdec.ui.session import Session
 from specdec.ui.views.cost import render
@@ -42,19 +44,18 @@ def predict_view(target, draft, target_custom, draft_custom, k, device_key, dtyp
         return error_update(exc)
 
 
-def measure(lab: LabCore, session: Session, prompt, clean_whitespace, target, draft, target_custom, draft_custom, k,
-            temperature, top_p, top_k, max_new_tokens, seed, chat, device_key, dtype, k_values,
+def measure(lab: LabCore, session: Session, request: RunRequest, device_key, dtype, k_values,
             progress=gr.Progress(), *, allow_local_paths: bool = True, machine=measure_this_machine):
     """Generator for the Measure button: this machine's device figures, then a Sweep over the K values (the
-    sidebar's pair, temperature and settings; constant K); ends with prediction and measurement side by side
+    request's pair, temperature and settings; constant K); ends with prediction and measurement side by side
     and the α slider set to the measured α."""
     with session.timed_run():
         try:
             ks = parse_ks(k_values)
             check_sweep_size(1, len(ks), 1, current())
-            names = pick_name(target, target_custom), pick_name(draft, draft_custom)
-            settings = make_settings(ks[0], temperature, top_p, top_k, max_new_tokens, seed)
-            prep = yield from lab.prepare(prompt, clean_whitespace, names[0], [names[1]], chat=chat is not False)
+            names, k = (request.target, request.draft), request.settings.k
+            settings = replace(request.settings, k=ks[0], k_schedule="constant")
+            prep = yield from lab.prepare_request(request)
             yield {"status": render_status("Measuring this machine: memory bandwidth, matmul peak, overhead…")}
             device = machine()
             runner = SweepRunner(lab.engine, prep.target, {names[1]: prep.draft}, prep.ids, settings,

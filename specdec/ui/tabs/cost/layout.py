@@ -11,7 +11,7 @@ from specdec.ui.lab import LabCore, local_paths_allowed
 from specdec.ui.tabs.cost.callbacks import DEFAULT_ALPHA, NOT_MEASURED, measure, predict_view
 from specdec.ui.views.cost import COLUMNS
 from specdec.ui.views.render import render_status
-from specdec.ui.wiring import DEVICE, on, on_stop, pick
+from specdec.ui.wiring import DEVICE, on, on_request, on_stop, pick
 
 import gradio as gr
 import pandas as pd
@@ -62,11 +62,8 @@ def wire(lab: LabCore, c: dict, session) -> None:
     for trigger in (c["cost_device"].change, c["cost_dtype"].change, c["cost_alpha"].release, c["k"].release,
                     c["target"].change, c["draft"].change):
         on(trigger, show, view_in, view_out, api_visibility="private")
-    settings = [c[n] for n in ("prompt", "clean", "target", "draft", "target_custom", "draft_custom", "k",
-                               "temperature", "top_p", "top_k", "max_new_tokens", "seed", "chat")]
-    on(c["cost_measure"].click, partial(measure, lab, allow_local_paths=allow),
-       [session, *settings, c["cost_device"], c["cost_dtype"], c["cost_ks"]],
-       {**view_out, **pick(c, state="cost_state", alpha="cost_alpha")},
+    on_request(c["cost_measure"].click, partial(measure, lab, allow_local_paths=allow), c, session,
+       {**view_out, **pick(c, state="cost_state", alpha="cost_alpha")}, extra=("cost_device", "cost_dtype", "cost_ks"),
        api_name="cost_model", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=300, run_id=c["run_id"],
        show_progress_on=[c["cost_speedup"]])
     on_stop(c["cost_stop"].click, lab, session, c["run_id"], "cost_model", pick(c, status="cost_status"),

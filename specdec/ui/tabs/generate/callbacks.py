@@ -13,13 +13,14 @@ import time
 from html import escape
 from pathlib import Path
 
-from specdec.engine.events import DecodeSettings
 from specdec.engine.theory import live_metrics
-from specdec.runners.tuning import chosen_for
+from specdec.runners.tuning import chosen_for, summary
 from specdec.serving.shared_measurements import sharing_note
 from specdec.ui.classroom import queue_note, shared_run_note
-from specdec.ui.lab import LabCore, Prepared, error_update, final_status, make_settings, measuring_status
-from specdec.ui.session import RunView, Session
+from specdec.serving.request import RunRequest
+from specdec.serving.run_record import RunRecord
+from specdec.ui.lab import LabCore, Prepared, error_update, final_status, measuring_status
+from specdec.ui.session import Session
 from specdec.ui.style import CSS
 from specdec.ui.throttle import Throttle
 from specdec.ui.views import inspector
@@ -49,58 +50,58 @@ class Lab(LabCore):
     measured and shown, the inspector and step-through."""
 
     # --- Generate -------------------------------------------------------------------------------
-    def generate(self, session: Session, prompt, clean_whitespace, target, draft, target_custom,
-                 draft_custom, k, temperature, top_p, top_k, max_new_tokens, seed, k_schedule="constant",
-                 chat=True):
+    def generate(self, session: Session, request: RunRequest):
+        """Generator for Run: the request's run streamed step by step, then measured; every view of it renders from
+        its record (session.last_run)."""
         with session.timed_run():
             try:
-                settings = make_settings(k, temperature, top_p, top_k, max_new_tokens, seed, k_schedule)
                 if session.vllm is not None:  # the sidebar's engine: a vLLM server (vllm_engine.py)
                     from specdec.ui.vllm.engine import generate as generate_on_vllm
-                    yield from generate_on_vllm(self, session, prompt, settings, chat is not False)
+                    yield from generate_on_vllm(self, session, request)
                     return
-                prep = yield from self.prepare_pair(prompt, clean_whitespace, target, draft, target_custom,
-                                                    draft_custom, chat)
-                view = yield from self.stream_run(session, prep, settings)
-                if view.stopped:
-                    yield self.finish_view(view, status="Stopped: no speedup is measured for a partial run.")
+                prep = yield from self.prepare_request(request)
+                record = yield from self.stream_run(session, request, prep)
+                if record.stopped:
+                    yield self.finish_view(record, status="Stopped: no speedup is measured for a partial run.")
                     return
-                yield self.finish_view(view, note="measuring…",
+                yield self.finish_view(record, note="measuring…",
                                        status="Measuring the speedup: timed repeats of both decoders…",
                                        headline=render_progress("Measuring the speedup: speculative and "
                                                                 "target-only decoding, timed in pairs…"))
                 time.sleep(self.settle_s)  # let the browser draw the plots before the timing starts
-                yield from self.measure_view(session, prep, settings, view)
+                yield from self.measure_view(session, prep, record)
             except Exception as exc:  # noqa: BLE001 (every failure becomes a visible message)
                 yield error_update(exc)
 
-    def measure_view(self, session: Session, prep: Prepared, settings: DecodeSettings, view: RunView):
+    def measure_view(self, session: Session, prep: Prepared, record: RunRecord):
         """Generator: the speedup card tightens after every timed pair; the last update is complete (an
         API client gets only that one), with the throughput plot of the latest timed pair and the exports
         (with the measurement)."""
         shared = None
-        for progress in self.measure_shared(session, prep, settings):
-            shared, view.estimate = progress.shared, progress.estimate or view.estimate
+        for progress in self.measure_shared(session, prep, record):
+            shared, record.estimate = progress.shared, progress.estimate or record.estimate
             if progress.role == "queued" and progress.estimate is None and not session.stop_requested:
                 yield {"status": render_status(queue_note(progress))}
-            elif view.estimate is not None and not view.estimate.final:
-                yield {"cards": self.view_cards(view),
-                       "status": render_status(measuring_status(view.estimate)) + render_progress("", view.estimate)}
-        view.measured, view.baseline = self.measured_runs(session, prep, settings)
-        view.exports = export_trace(view.result, measurement=view.estimate, baseline=view.baseline)
-        self.classroom.record_run(prep.text, view.result, view.estimate)
-        notes = " ".join(n for n in (view.shared_note, sharing_note(shared) if shared else "") if n)
+            elif record.estimate is not None and not record.estimate.final:
+                yield {"cards": self.view_cards(record),
+                       "status": render_status(measuring_status(record.estimate))
+                       + render_progress("", record.estimate)}
+        record.measured, record.baseline = self.measured_runs(session, prep, record)
+        record.exports = export_trace(record)
+        self.classroom.record_run(record)
+        notes = " ".join(n for n in (record.shared_note, sharing_note(shared) if shared else "") if n)
         # complete: the API's final value; it names the pair, which the free name fields may have changed
-        update = self.finish_view(view, status=f"{final_status(view.estimate)} {ran_pair(view.result)} {notes}".strip(),
-                                  headline=render_verdict(view.estimate))
-        if view.baseline is not None:
-            update["plot_throughput"] = throughput_figure(view.measured, view.baseline)
+        update = self.finish_view(record, status=f"{final_status(record.estimate)} {record.ran_words()} {notes}".strip(),
+                                  headline=render_verdict(record.estimate))
+        if record.baseline is not None:
+            update["plot_throughput"] = throughput_figure(record.measured, record.baseline)
         yield update
 
-    def stream_run(self, session: Session, prep: Prepared, settings: DecodeSettings):
-        """Generator: one token update per step (capped at 1/token_interval_s per second). Identical deterministic
-        requests of several sessions watch one run (classroom.py); Stop leaves it, ending it if nobody else
-        watches."""
+    def stream_run(self, session: Session, request: RunRequest, prep: Prepared):
+        """Generator: one token update per step (capped at 1/token_interval_s per second); returns the run's record
+        (also session.last_run). Identical deterministic requests of several sessions watch one run (classroom.py);
+        Stop leaves it, ending it if nobody else watches."""
+        settings = request.settings
         gen = self.classroom.watch(prep, settings, lambda: self.engine.start(prep.target, prep.draft, prep.ids,
                                                                              settings))
         events, tokens, heavy = [], Throttle(self.token_interval_s), Throttle(self.heavy_interval_s)
@@ -120,30 +121,32 @@ class Lab(LabCore):
             gen.leave()
         # a Stop that lands after the last step has nothing left to stop: the run is complete
         finished = bool(events) and events[-1].finished
-        session.last_run = RunView(prep.text, events, gen.result(), stopped=session.stop_requested and not finished,
-                                   shared_note=shared_run_note(gen))
+        result = gen.result()
+        path = chosen_for(result.target_name)
+        session.last_run = RunRecord(request, prep.text, result, engine="lab", path=path,
+                                     compute=summary(path) if path is not None else "as loaded (not the measured auto)",
+                                     stopped=session.stop_requested and not finished, shared_note=shared_run_note(gen))
         return session.last_run
 
-    def view_cards(self, view: RunView, note: str = "") -> str:
-        if view.vllm:  # a run on a vLLM server: its cards (vllm_engine.py)
+    def view_cards(self, record: RunRecord, note: str = "") -> str:
+        if record.vllm:  # a run on a vLLM server: its cards (vllm_engine.py)
             from specdec.ui.vllm.engine import view_cards
-            return view_cards(view, note)
-        return render_cards(view.result.metrics, view.estimate, view.result.metrics.memory, note,
-                            theory_note(view.events, view.result.settings.max_new_tokens), alpha_note(view.events),
-                            engine=chosen_for(view.result.target_name),
-                            auto=auto_card(getattr(view.result, "auto", None), view.events))
+            return view_cards(record, note)
+        return render_cards(record.result.metrics, record.estimate, record.result.metrics.memory, note,
+                            theory_note(record.events, record.settings.max_new_tokens), alpha_note(record.events),
+                            engine=record.path, auto=auto_card(record.plan, record.events))
 
-    def finish_view(self, view: RunView, note: str = "", status: str = "", headline: str = "") -> dict:
-        """Everything about a finished (or stopped) run: tokens, cards, plots, steps table, exports; headline (HTML)
-        follows the status line: the verdict, or the measurement's progress."""
-        if not view.exports:
-            view.exports = export_trace(view.result)
+    def finish_view(self, record: RunRecord, note: str = "", status: str = "", headline: str = "") -> dict:
+        """Everything about a finished (or stopped) run, from its record: tokens, cards, plots, steps table, exports;
+        headline (HTML) follows the status line: the verdict, or the measurement's progress."""
+        if not record.exports:
+            record.exports = export_trace(record)
         return {
-            "tokens": render_tokens(view.events, view.prompt, empty_note="(no tokens)"),
-            "cards": self.view_cards(view, note),
-            **run_figures(view.events, view.result, view.baseline, view.result.metrics.memory),
-            "steps_table": steps_dataframe(view.events),
-            "exports": view.exports,
+            "tokens": render_tokens(record.events, record.prompt_text, empty_note="(no tokens)"),
+            "cards": self.view_cards(record, note),
+            **run_figures(record.events, record.result, record.baseline, record.result.metrics.memory),
+            "steps_table": steps_dataframe(record.events),
+            "exports": record.exports,
             "status": render_status(status or "Run finished.") + headline,
             "error": "",
         }
@@ -156,11 +159,11 @@ class Lab(LabCore):
             return {"step_story": '<div class="explain">Run a generation first.</div>'}
         keys = [key for _, key in inspector.position_choices(event)]
         position = position if position in keys else inspector.default_position(event)
-        view = session.last_run
+        record = session.last_run
         return {
-            "inspect_step": gr.update(value=event.index, maximum=max(len(view.events) - 1, 1)),
+            "inspect_step": gr.update(value=event.index, maximum=max(len(record.events) - 1, 1)),
             "inspect_pos": gr.update(choices=inspector.position_choices(event), value=position),
-            "replay": render_tokens(view.events[: event.index + 1], view.prompt, current_step=event.index),
+            "replay": render_tokens(record.events[: event.index + 1], record.prompt_text, current_step=event.index),
             "step_story": inspector.narrate_step(event),
             **self.show_token(session, event.index, position),
         }
@@ -192,25 +195,19 @@ class Lab(LabCore):
         return {**self.show_step(session, step, position), "inspector_box": gr.update(open=True)}
 
 
-def ran_pair(result) -> str:
-    """Which models a run used, by their loaded names."""
-    draft = f"draft {result.draft_name}" if result.draft_name else "no draft"
-    return f"Ran {result.target_name} with {draft}."
-
-
 def build_report(lab: Lab, session: Session, made: dt.datetime | None = None) -> str:
     """The whole report as one HTML document (the session must have a last run)."""
-    view = session.last_run
+    record = session.last_run
     made = (made or dt.datetime.now()).strftime("%Y-%m-%d %H:%M")
-    figures = "".join(figure_html(fig) for fig in run_figure_set(view).values())
-    body = (f"<h1>SpecDec Lab report</h1><p class='meta'>Made {made} · {escape(view.result.target_name)} with "
-            f"{escape(view.result.draft_name or 'no draft')}</p>"
-            f"<h2>Settings</h2>{settings_html(view)}"
-            f"<h2>Measured speedup</h2>{speedup_html(view)}"
-            f"<h2>Metrics</h2>{lab.view_cards(view)}"
-            f"<h2>Output, each token coloured by its fate</h2>{render_legend()}{render_tokens(view.events, view.prompt)}"
+    figures = "".join(figure_html(fig) for fig in run_figure_set(record).values())
+    body = (f"<h1>SpecDec Lab report</h1><p class='meta'>Made {made} · {escape(record.ran_words())}</p>"
+            f"<h2>Settings</h2>{settings_html(record)}"
+            f"<h2>Measured speedup</h2>{speedup_html(record)}"
+            f"<h2>Metrics</h2>{lab.view_cards(record)}"
+            f"<h2>Output, each token coloured by its fate</h2>{render_legend()}"
+            f"{render_tokens(record.events, record.prompt_text)}"
             f"<h2>Figures</h2><p class='explain-note'>The camera icon on each figure downloads it as SVG.</p>{figures}"
-            f"<h2>Steps</h2>{table_html(steps_dataframe(view.events))}"
+            f"<h2>Steps</h2>{table_html(steps_dataframe(record.events))}"
             f"{sweep_html(session.sweep_rows)}{measurements_html(session)}{definitions_html()}")
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>SpecDec Lab report · {made}</title>"
             f"<style>{REPORT_CSS}{CSS}</style><script>{get_plotlyjs()}</script></head>"

@@ -9,7 +9,7 @@ from specdec.ui.style import TOKEN_CLICK_JS
 from specdec.ui.tabs.generate.callbacks import Lab, download_report
 from specdec.ui.views.render import render_legend, render_tokens
 from specdec.ui.views.tables import STEP_COLUMNS, empty_table
-from specdec.ui.wiring import CLASS_LANES, on, on_stop, pick
+from specdec.ui.wiring import CLASS_LANES, on, on_request, on_stop, pick
 
 import gradio as gr
 
@@ -26,9 +26,6 @@ than the target alone, measured here; the inspector opens on the first rejected 
 
 # Column widths that hold each header on one line at 12px (style.py), so no header wraps letter by letter.
 STEP_WIDTHS = ["5%", "4%", "20%", "9%", "7%", "11%", "17%", "9%", "9%", "9%"]
-# The sidebar's and the prompt's components every timed run reads, in the order Lab.generate takes them.
-SETTINGS = ("prompt", "clean", "target", "draft", "target_custom", "draft_custom", "k", "temperature", "top_p",
-            "top_k", "max_new_tokens", "seed", "k_schedule", "chat")
 
 
 def build(c: dict) -> None:
@@ -85,11 +82,10 @@ def _inspector(c: dict) -> None:
             c["inspect_details"] = gr.HTML(elem_id="inspect-details")
 
 
-def wire(lab: Lab, c: dict, session) -> list:
-    """The tab's and the inspector's events; returns the shared settings inputs (SETTINGS' components)."""
-    settings = [c[n] for n in SETTINGS]
+def wire(lab: Lab, c: dict, session) -> None:
+    """The tab's and the inspector's events: Run takes the page's request (wiring.on_request)."""
     inspect_out = pick(c, "inspect_step", "inspect_pos", "replay", "step_story", "inspect_plot", "inspect_details")
-    run = on(c["run"].click, lab.generate, [session, *settings],
+    run = on_request(c["run"].click, lab.generate, c, session,
              pick(c, "status", "error", "cleanup", "tokens", "cards", "plot_acceptance", "plot_lengths",
                   "plot_throughput", "plot_memory", "steps_table", "exports"),
              api_name="generate", concurrency_id="generate", concurrency_limit=CLASS_LANES, gpu_s=120,
@@ -108,7 +104,6 @@ def wire(lab: Lab, c: dict, session) -> list:
     on(c["tokens"].select, lab.select_token, [session], {**inspect_out, **pick(c, "inspector_box")},
        api_visibility="private")
     wire_report(lab, c, session)
-    return settings
 
 
 def build_report_controls(c: dict) -> None:

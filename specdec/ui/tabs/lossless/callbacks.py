@@ -8,7 +8,8 @@ from dataclasses import asdict
 
 from specdec.exactness import lossless
 from specdec.exactness.verifier_faults import REAL, choose_verifier
-from specdec.ui.lab import LabCore, error_update, make_settings
+from specdec.serving.request import RunRequest
+from specdec.ui.lab import LabCore, error_update
 from specdec.ui.session import Session
 from specdec.ui.throttle import Throttle
 from specdec.ui.views.lossless import histogram_figure, render_greedy, render_verdict
@@ -19,16 +20,14 @@ import gradio as gr
 MAX_DRAWS = 20_000
 
 
-def check(lab: LabCore, session: Session, prompt, clean_whitespace, target, draft, target_custom, draft_custom, k,
-          temperature, top_p, top_k, max_new_tokens, seed, k_schedule="constant", chat=True, draws=MAX_DRAWS,
-          tokens=1, verifier=REAL, progress=gr.Progress(), *, checks=lossless):
+def check(lab: LabCore, session: Session, request: RunRequest, draws=MAX_DRAWS, tokens=1, verifier=REAL,
+          progress=gr.Progress(), *, checks=lossless):
     """Generator for the tab: load, greedy comparison, then the sampling test (Stop ends either)."""
     with session.timed_run():
         try:
-            settings = make_settings(k, temperature, top_p, top_k, max_new_tokens, seed, k_schedule)
+            settings = request.settings
             choose_verifier(verifier)  # an unknown name is refused before anything loads
-            prep = yield from lab.prepare_pair(prompt, clean_whitespace, target, draft, target_custom, draft_custom,
-                                               chat)
+            prep = yield from lab.prepare_request(request)
             stop, throttle = (lambda: session.stop_requested), Throttle(lab.heavy_interval_s)
             greedy = yield from follow(checks.compare_greedy(prep.target, prep.draft, prep.ids, settings, stop),
                                        throttle, progress)

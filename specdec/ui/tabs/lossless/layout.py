@@ -9,7 +9,7 @@ from specdec.exactness.verifier_faults import CHOICES, REAL
 from specdec.ui.controls import run_controls
 from specdec.ui.lab import LabCore
 from specdec.ui.tabs.lossless.callbacks import MAX_DRAWS, check
-from specdec.ui.wiring import DEVICE, on, on_stop, pick
+from specdec.ui.wiring import DEVICE, on_request, on_stop, pick
 
 import gradio as gr
 
@@ -38,11 +38,11 @@ def build(c: dict) -> None:
         c["lossless_result"] = gr.JSON(label="Result", elem_id="lossless-result")
 
 
-def wire(lab: LabCore, c: dict, session, settings: list) -> None:
-    on(c["lossless_run"].click, partial(check, lab),
-       [session, *settings, c["lossless_draws"], c["lossless_tokens"], c["lossless_verifier"]],
+def wire(lab: LabCore, c: dict, session) -> None:
+    on_request(c["lossless_run"].click, partial(check, lab), c, session,
        pick(c, "cleanup", greedy="lossless_greedy", verdict="lossless_verdict", plot="lossless_plot",
             result="lossless_result", status="lossless_status", error="lossless_error"),
+       extra=("lossless_draws", "lossless_tokens", "lossless_verifier"),
        api_name="lossless", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120, run_id=c["run_id"],
        show_progress_on=[c["lossless_plot"]])
     on_stop(c["lossless_stop"].click, lab, session, c["run_id"], "lossless", pick(c, status="lossless_status"),

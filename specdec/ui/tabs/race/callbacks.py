@@ -13,7 +13,9 @@ from dataclasses import dataclass, field, replace
 
 from specdec.engine.events import RunMetrics
 from specdec.engine.theory import live_metrics
-from specdec.ui.lab import LabCore, error_update, final_status, make_settings, measuring_status
+from specdec.serving.request import RunRequest
+from specdec.serving.run_record import RunRecord
+from specdec.ui.lab import LabCore, error_update, final_status, measuring_status
 from specdec.ui.session import Session
 from specdec.ui.throttle import Throttle
 from specdec.ui.views.race import lanes_update, race_summary, stopped_summary
@@ -67,15 +69,13 @@ def run_lanes(lab: LabCore, session: Session, prep, settings):
     return lanes
 
 
-def race(lab: LabCore, session: Session, prompt, clean_whitespace, target, draft, target_custom, draft_custom,
-         k, temperature, top_p, top_k, max_new_tokens, seed, k_schedule="constant", chat=True):
+def race(lab: LabCore, session: Session, request: RunRequest):
     """Generator for the Race tab: both lanes stream step by step until both finish (or Stop); then the
-    speedup is measured (or reused from Generate) in the same queue slot."""
+    speedup of the speculative lane's run is measured (or reused from Generate) in the same queue slot."""
     with session.timed_run():
         try:
-            settings = make_settings(k, temperature, top_p, top_k, max_new_tokens, seed, k_schedule)
-            prep = yield from lab.prepare_pair(prompt, clean_whitespace, target, draft, target_custom, draft_custom,
-                                               chat)
+            settings = request.settings
+            prep = yield from lab.prepare_request(request)
             base, spec = lanes = yield from run_lanes(lab, session, prep, settings)
             if not (base.done and spec.done):  # stopped; a Stop after both finished stops the measurement
                 yield {**lanes_update(lanes, prep.text), "race_summary": stopped_summary(base, spec), "error": "",
@@ -83,7 +83,8 @@ def race(lab: LabCore, session: Session, prompt, clean_whitespace, target, draft
                 return
             yield {**lanes_update(lanes, prep.text), "race_summary": race_summary(base, spec), "error": "",
                    "status": render_status("Race finished; measuring the speedup…")}
-            for est in lab.measure(session, prep, settings):
+            shown = RunRecord(request, prep.text, spec.gen.result())  # the run the measurement is of
+            for est in lab.measure(session, prep, shown):
                 update = {"race_summary": race_summary(base, spec, est),
                           "status": render_status(final_status(est) if est.final else measuring_status(est))}
                 yield {**lanes_update(lanes, prep.text), "error": "", **update} if est.final else update

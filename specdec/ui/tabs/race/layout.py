@@ -8,7 +8,7 @@ from specdec.ui.controls import run_controls
 from specdec.ui.lab import LabCore
 from specdec.ui.tabs.race import callbacks as race
 from specdec.ui.tabs.race import vllm as vllm_race
-from specdec.ui.wiring import DEVICE, on, on_stop, pick
+from specdec.ui.wiring import DEVICE, on_request, on_stop, pick
 
 import gradio as gr
 
@@ -30,8 +30,8 @@ def run_race(lab: LabCore, session, *args, **kwargs):
     yield from (vllm_race.race if session.vllm is not None else race.race)(lab, session, *args, **kwargs)
 
 
-def wire(lab: LabCore, c: dict, session, settings: list) -> None:
-    on(c["race_run"].click, partial(run_race, lab), [session, *settings],
+def wire(lab: LabCore, c: dict, session) -> None:
+    on_request(c["race_run"].click, partial(run_race, lab), c, session,
        pick(c, "cleanup", "race_base", "race_spec", "race_summary", status="race_status", error="race_error"),
        api_name="race", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=120, run_id=c["run_id"],
        show_progress_on=[c["race_base"], c["race_spec"]])

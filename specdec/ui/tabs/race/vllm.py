@@ -13,7 +13,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from specdec.ui.lab import error_update, final_status, make_settings, measuring_status
+from specdec.serving.request import RunRequest
+from specdec.ui.lab import error_update, final_status, measuring_status
 from specdec.ui.session import Session
 from specdec.ui.tabs.race.callbacks import Lane
 from specdec.ui.throttle import Throttle
@@ -59,16 +60,14 @@ def stream_lane(lab, session: Session, lanes: list[ServerLane], lane: ServerLane
         gen.close()
 
 
-def race(lab, session: Session, prompt, clean_whitespace, target, draft, target_custom, draft_custom, k,
-         temperature, top_p, top_k, max_new_tokens, seed, k_schedule="constant", chat=True):
+def race(lab, session: Session, request: RunRequest):
     """Generator for the Race tab with Engine: vLLM server (race_tab dispatches here): the speculative server's lane,
     then the baseline's, then the measured speedup. The sidebar's models are the servers'; its K is the server's."""
     with session.timed_run():
         try:
             lead, baseline = connect_pair(session.vllm, need_baseline=True)
-            settings = server_settings(lead, make_settings(k, temperature, top_p, top_k, max_new_tokens, seed,
-                                                           k_schedule))
-            ids = vllm_engine.encode(lead, prompt, chat is not False)
+            settings, prompt = server_settings(lead, request.settings), request.prompt
+            ids = vllm_engine.encode(lead, prompt, request.chat)
             base = ServerLane("Baseline server (no speculation)", None)
             spec = ServerLane(f"Speculative server ({lead.info.method}, K={lead.info.k})", None)
             lanes = [base, spec]

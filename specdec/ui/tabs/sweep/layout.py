@@ -12,7 +12,7 @@ from specdec.ui.tabs.sweep import callbacks as sweep_callbacks
 from specdec.ui.tabs.sweep import vllm as vllm_sweep
 from specdec.ui.views.sweep import SWEEP_TABLE_NOTE, TABLE_COLUMNS
 from specdec.ui.views.tables import empty_table
-from specdec.ui.wiring import DEVICE, on, on_stop, pick
+from specdec.ui.wiring import DEVICE, on_request, on_stop, pick
 
 import gradio as gr
 
@@ -22,8 +22,8 @@ SWEEP_WIDTHS = [100, 78, 27, 27, 85, 27, 71, 71, 107, 71, 56, 63, 78, 92, 56, 27
 def build(c: dict) -> None:
     drafts = [n for n in presets.all_model_choices() if n != presets.DEFAULT_TARGET]
     with gr.Row():
-        c["sweep_drafts"] = gr.Dropdown(drafts, value=[presets.DEFAULT_DRAFT], multiselect=True,
-                                        allow_custom_value=True, label="Drafts", scale=3)
+        c["sweep_drafts"] = gr.Dropdown(drafts, value=[], multiselect=True, allow_custom_value=True,
+                                        label="Drafts (empty: the sidebar's draft)", scale=3, elem_id="sweep-drafts")
         c["sweep_schedules"] = gr.Dropdown(list(SCHEDULES), value=["constant"], multiselect=True, label="K schedules",
                                            info="an adaptive one's K is the largest K a step may draft",
                                            elem_id="sweep-schedules", scale=2)
@@ -54,13 +54,11 @@ def run_sweep(lab: LabCore, session, *args, **kwargs):
 
 def wire(lab: LabCore, c: dict, session) -> None:
     """Its outputs include How it works' theory_fit (built after this tab)."""
-    on(c["sweep_run"].click, partial(run_sweep, lab),
-       [session, c["prompt"], c["clean"], c["target"], c["target_custom"], c["sweep_drafts"], c["sweep_ks"],
-        c["sweep_temps"], c["sweep_tokens"], c["seed"], c["top_p"], c["top_k"], c["chat"], c["k_schedule"],
-        c["sweep_schedules"]],
-       pick(c, "cleanup", "sweep_acceptance", "sweep_speedup", "sweep_heatmap", "sweep_memory", "sweep_table",
-            "sweep_export", "sweep_best", "theory_fit", status="sweep_status", error="sweep_error"),
-       api_name="sweep", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=300, run_id=c["run_id"],
-       show_progress_on=[c["sweep_speedup"]])
+    on_request(c["sweep_run"].click, partial(run_sweep, lab), c, session,
+               pick(c, "cleanup", "sweep_acceptance", "sweep_speedup", "sweep_heatmap", "sweep_memory", "sweep_table",
+                    "sweep_export", "sweep_best", "theory_fit", status="sweep_status", error="sweep_error"),
+               extra=("sweep_drafts", "sweep_ks", "sweep_temps", "sweep_tokens", "sweep_schedules"),
+               api_name="sweep", concurrency_id=DEVICE, concurrency_limit=1, gpu_s=300, run_id=c["run_id"],
+               show_progress_on=[c["sweep_speedup"]])
     on_stop(c["sweep_stop"].click, lab, session, c["run_id"], "sweep", pick(c, status="sweep_status"),
             api_visibility="private")

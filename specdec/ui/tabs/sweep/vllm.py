@@ -8,9 +8,13 @@ Only where the lab may start processes: not on a public deployment, and only wit
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from specdec.measure.sweep import add_theory, parse_ks, parse_temperatures
-from specdec.ui.lab import error_update, make_settings
+from specdec.serving.request import RunRequest
+from specdec.ui.lab import error_update
 from specdec.ui.session import Session
+from specdec.ui.tabs.sweep.callbacks import swept_drafts
 from specdec.ui.views.render import render_status
 from specdec.ui.views.sweep import sweep_update
 from specdec.ui.vllm.engine import connect_baseline, public_deployment
@@ -48,9 +52,8 @@ def starting_note(count: int) -> str:
             f"Stop stops the current one.")
 
 
-def sweep(lab, session: Session, prompt, clean_whitespace, target, target_custom, drafts, ks, temperatures,
-          max_new_tokens, seed, top_p, top_k, chat=True, k_schedule="constant", schedules=None,
-          progress=gr.Progress(), *, python=None, resolve=None, launcher=None):
+def sweep(lab, session: Session, request: RunRequest, drafts=None, ks="1-8", temperatures="0", tokens=64,
+          schedules=None, progress=gr.Progress(), *, python=None, resolve=None, launcher=None):
     """Generator for the Sweep tab with Engine: vLLM server (sweep_tab dispatches here); python, resolve and
     launcher replace the venv's python, export.resolve_draft and the launcher module (tests)."""
     with session.timed_run():
@@ -58,11 +61,12 @@ def sweep(lab, session: Session, prompt, clean_whitespace, target, target_custom
             if public_deployment():
                 raise VllmError("the vLLM sweep starts servers on this machine: it is not offered on a public "
                                 "deployment")
-            if any(s != "constant" for s in ([k_schedule] if schedules is None else schedules or ["constant"])):
+            asked = [request.settings.k_schedule] if schedules is None else schedules or ["constant"]
+            if any(s != "constant" for s in asked):
                 raise VllmError("a vLLM server's K is fixed when it starts: the vLLM sweep takes the constant K "
                                 "schedule only")
             k_values, temps = parse_ks(ks), parse_temperatures(temperatures)
-            names = [d.strip() for d in ([drafts] if isinstance(drafts, str) else drafts or []) if d and d.strip()]
+            names = swept_drafts(request, drafts)
             if resolve is None:
                 from specdec.vllm.export import resolve_draft
 
@@ -72,9 +76,10 @@ def sweep(lab, session: Session, prompt, clean_whitespace, target, target_custom
                    "error": ""}
             baseline = connect_baseline(session.vllm)  # first: an unreachable server fails before any export
             settings = vllm_sweep.settings_for_drafts(names, k_values, resolve)
-            ids = vllm_engine.encode(baseline, prompt, chat is not False)
+            ids = vllm_engine.encode(baseline, request.prompt, request.chat)
             python = python or venv_python()
-            decode = make_settings(k_values[0], temps[0], top_p, top_k, max_new_tokens, seed)
+            decode = replace(request.settings, k=k_values[0], temperature=temps[0], k_schedule="constant",
+                             max_new_tokens=int(tokens))
             yield {"status": render_status(starting_note(len(settings))), "error": ""}
             rows = yield from follow(vllm_sweep.sweep(
                 baseline, settings, ids, decode, python, temperatures=temps, policy=lab.sweep_policy,

@@ -11,13 +11,13 @@ answer can compare with an earlier exercise, even after a page reload.
 from __future__ import annotations
 
 from specdec.models import presets
-from specdec.models.prompt_clean import clean_prompt
 from specdec.ui.exercises import EXERCISES, Exercise, exercise_number, find_exercise
-from specdec.ui.lab import make_settings
-from specdec.ui.session import RunView, Session
+from specdec.ui.request_form import differences as differences_from
+from specdec.ui.request_form import exercise_request, form_values
+from specdec.ui.session import Session
 from specdec.ui.share_link import note_of
 from specdec.ui.tour_state import Prediction, TourState, describe_observation, from_store, observation_of, to_store
-from specdec.ui.url_state import LinkSchema, decode_link, exercise_values
+from specdec.ui.url_state import LinkSchema, decode_link
 from specdec.ui.views.lesson import compare_html, progress_html
 from specdec.ui.views.sweep import best_summary
 
@@ -25,51 +25,30 @@ import gradio as gr
 
 TAB_LABELS = {"generate": "Generate", "race": "Race", "sweep": "Sweep", "lossless": "Is it exact?",
               "cost": "Why this speedup?", "theory": "How it works"}  # tab id -> its label in layout.py
-COMPARED = ("target", "draft", "k", "k_schedule", "temperature", "top_p", "top_k", "seed", "max_new_tokens")
 NO_EXERCISE = "*Press **Next** to start, or pick an exercise: its button loads the settings and asks the question.*"
 LAST_STEP = "*That was the last exercise. The handout (button above) has every question, for the class's notes.*"
 
 
-def run_setup(exercise: Exercise) -> dict:
-    """The exercise's settings in RunResult terms (names, and DecodeSettings' fields)."""
-    settings = make_settings(exercise.k, exercise.temperature, exercise.top_p, exercise.top_k,
-                             exercise.max_new_tokens, exercise.seed, exercise.k_schedule)
-    return {"target": exercise.target, "draft": exercise.draft, **{f: getattr(settings, f) for f in COMPARED[2:]}}
-
-
-def mismatches(exercise: Exercise, view: RunView) -> list[str]:
-    """How the run differs from the exercise ([] when it is the exercise's run)."""
-    result = view.result
-    actual = {"target": result.target_name, "draft": result.draft_name,
-              **{f: getattr(result.settings, f) for f in COMPARED[2:]}}
-    differences = [f"{name.replace('_', ' ')} {actual[name]} (exercise: {wanted})"
-                   for name, wanted in run_setup(exercise).items() if actual[name] != wanted]
-    if view.prompt not in (exercise.prompt, clean_prompt(exercise.prompt).text):
-        differences.insert(0, "another prompt")
-    return differences
-
-
 def remember_run(tour: TourState, session: Session) -> bool:
-    """Records the last run under the loaded exercise when it is that exercise's run (True when it did)."""
-    exercise, view = find_exercise(tour.current), session.last_run
-    if exercise is None or exercise.evidence != "run" or view is None or view.result is None:
+    """Records the last run under the loaded exercise when its record says it is that exercise's run (the request
+    was the exercise's own when it ran: request_form.read_request); True when it did."""
+    exercise, record = find_exercise(tour.current), session.last_run
+    if exercise is None or exercise.evidence != "run" or record is None or record.exercise != exercise.key:
         return False
-    if mismatches(exercise, view):
-        return False
-    tour.observations[exercise.key] = observation_of(view)
+    tour.observations[exercise.key] = observation_of(record)
     return True
 
 
 # --- the answer: the learner's figures, then the explanation --------------------------------------------
 
 def run_evidence(exercise: Exercise, session: Session, tour: TourState) -> str:
-    view = session.last_run
-    if view is None or view.result is None:
+    record = session.last_run
+    if record is None:
         return ("**You have not run anything yet.** Press **Run** in the Generate tab, then reveal again: the answer "
                 "starts with your own figures.")
-    lines = [f"**Your last run** (draft {view.result.draft_name}, K = {view.result.settings.k}, "
-             f"T = {view.result.settings.temperature:g}): {describe_observation(observation_of(view))}."]
-    differences = mismatches(exercise, view)
+    lines = [f"**Your last run** ({record.ran_words().removeprefix('Ran ').rstrip('.')}, "
+             f"T = {record.settings.temperature:g}): {describe_observation(observation_of(record))}."]
+    differences = [] if record.exercise == exercise.key else differences_from(record.request, exercise)
     if differences:
         lines.append(f"*That is not this exercise's run ({'; '.join(differences)}): the figures are that run's. "
                      "Load the exercise again and press Run to measure its own.*")
@@ -166,9 +145,10 @@ def preset_for(target: str) -> dict:
 
 
 def exercise_settings(exercise: Exercise) -> dict:
-    """{component name: value} for the sidebar, the prompt and (when the exercise has them) the Sweep's fields;
-    the "name or path" fields are cleared, as they would override the dropdowns."""
-    update = {**exercise_values(exercise), "target_custom": "", "draft_custom": "", **preset_for(exercise.target)}
+    """{component name: value} for the sidebar, the prompt (the exercise's request, request_form.form_values) and
+    (when the exercise has them) the Sweep's fields; the "name or path" fields are cleared, as they would override
+    the dropdowns."""
+    update = {**form_values(exercise_request(exercise)), **preset_for(exercise.target)}
     if exercise.sweep is not None:
         s = exercise.sweep
         update.update(sweep_drafts=list(s.drafts), sweep_ks=s.ks, sweep_temps=s.temperatures, sweep_tokens=s.tokens)

@@ -9,12 +9,13 @@ from functools import partial
 
 from specdec.ui.exercises import EXERCISES
 from specdec.ui.links import link_docs
-from specdec.ui.share_link import COPY_JS, LINKED, SET_URL_JS, copy_link, schema_of
+from specdec.ui.request_form import FORM
+from specdec.ui.share_link import COPY_JS, SET_URL_JS, copy_link, schema_of
 from specdec.ui.tabs.tour import callbacks
 from specdec.ui.tour_state import STORE_KEY, STORE_SECRET, TourState, to_store
 from specdec.ui.views.handout import write_handout
 from specdec.ui.views.lesson import progress_html
-from specdec.ui.wiring import on
+from specdec.ui.wiring import on, on_request
 
 import gradio as gr
 
@@ -63,7 +64,7 @@ def build_tour(c: dict) -> None:
 def reset_values(c: dict) -> dict:
     """Every component a step or a link may change, with the value it started with (for Reset to defaults)."""
     extras = [name for exercise in EXERCISES for name, _ in exercise.extra]
-    return {name: c[name].value for name in (*LINKED, "preset", *SWEEP_FIELDS, *extras) if name in c}
+    return {name: c[name].value for name in (*FORM, "preset", *SWEEP_FIELDS, *extras) if name in c}
 
 
 def wire_tour(c: dict, session) -> None:
@@ -114,7 +115,7 @@ def wire_links(c: dict, session, load_trigger, examples) -> None:
     on(load_trigger, load, [session, c["tour_state"], c["tour_store"]], outputs, **quiet)
     c["share_query"].change(None, [c["share_query"]], None, js=SET_URL_JS, api_visibility="private")
     if "share_btn" in c:
-        copied = on(c["share_btn"].click, lambda state, *values: copy_link(state, schema, *values),
-                    [c["tour_state"], *(c[name] for name in LINKED)],
-                    {n: c[n] for n in ("share_query", "share_note", "share_url")}, **quiet)
+        copied = on_request(c["share_btn"].click, lambda _, request, state: copy_link(request, state, schema), c,
+                            session, {n: c[n] for n in ("share_query", "share_note", "share_url", "error")},
+                            extra=("tour_state",), **quiet)
         copied.then(None, [c["share_query"]], [c["share_url"]], js=COPY_JS, api_visibility="private")

@@ -8,7 +8,7 @@ from specdec.ui.tabs.generate.callbacks import Lab
 
 import pytest
 
-from tests.ui_fakes import FakeEngine
+from tests.ui_fakes import FakeEngine, split_request
 
 HERE = Device(THIS_MACHINE, "this test machine", bandwidth=10e9, peak_flops={"float32": 50e9},
               forward_overhead_s=1e-4, layer_overhead_s=1e-4, source="fixed for the test", measured=True)
@@ -21,7 +21,8 @@ MEASURE = dict(prompt="def f(x):", clean_whitespace=False, target="lab-target", 
 
 def measure(session=None, **changes):
     lab = Lab(FakeEngine(), token_interval_s=0.0, settle_s=0.0)
-    return list(cost_tab.measure(lab, session or Session(), **{**MEASURE, **changes}, progress=lambda *a, **k: None,
+    request, own = split_request({**MEASURE, **changes})
+    return list(cost_tab.measure(lab, session or Session(), request, **own, progress=lambda *a, **k: None,
                                  machine=lambda: HERE))
 
 
@@ -111,7 +112,8 @@ def test_stop_ends_the_measurement_with_what_was_measured():
     session = Session()
     lab = Lab(FakeEngine(), token_interval_s=0.0, settle_s=0.0)
     updates = []
-    for update in cost_tab.measure(lab, session, **MEASURE, progress=lambda *a, **k: None, machine=lambda: HERE):
+    request, own = split_request(MEASURE)
+    for update in cost_tab.measure(lab, session, request, **own, progress=lambda *a, **k: None, machine=lambda: HERE):
         updates.append(update)
         if "Measuring point 2" in update.get("status", ""):
             session.stop_requested = True

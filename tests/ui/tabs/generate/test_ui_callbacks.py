@@ -2,14 +2,13 @@
 import inspect
 import json
 
-from specdec.ui.lab import make_settings
 from specdec.ui.session import Session
 from specdec.ui.tabs.generate.callbacks import Lab
 from specdec.ui.throttle import Throttle
 
 import pytest
 
-from tests.ui_fakes import FakeEngine
+from tests.ui_fakes import FakeEngine, form_request
 
 ARGS = dict(prompt="def f(x):", clean_whitespace=False, target="lab-target", draft="lab-draft", target_custom="",
             draft_custom="", k=4, temperature=0.0, top_p=1.0, top_k=0, max_new_tokens=24, seed=0)
@@ -26,7 +25,7 @@ def lab(engine):
 
 
 def run(lab, session=None, **changes):
-    return list(lab.generate(session or Session(), **{**ARGS, **changes}))
+    return list(lab.generate(session or Session(), form_request(**{**ARGS, **changes})))
 
 
 def baselines_run(engine):
@@ -48,7 +47,7 @@ def test_streamed_updates_are_light_and_plots_come_once_the_run_ends(lab):
 
 
 def test_no_timed_run_starts_before_the_plots_are_sent(lab, engine):
-    for update in lab.generate(Session(), **ARGS):
+    for update in lab.generate(Session(), form_request(**ARGS)):
         if "plot_acceptance" in update:
             assert len(engine.generations) == 1  # the streamed run only
             return
@@ -75,7 +74,7 @@ def test_the_final_status_says_the_timing_comes_from_repeats_apart_from_the_stre
 
 def test_the_final_status_names_the_pair_that_ran(lab):
     status = run(lab)[-1]["status"]
-    assert "Ran lab-target with draft lab-draft." in status
+    assert "Ran lab-target with lab-draft, K = 4." in status  # from the run's record: its events drafted 4 a step
 
 
 def test_timed_target_only_runs_produce_as_many_tokens_as_the_speculative_ones(lab, engine):
@@ -128,7 +127,7 @@ def test_sessions_do_not_share_runs_or_measurements(lab, engine):
 
 def test_stop_during_the_measurement_keeps_the_estimate_so_far(lab):
     session = Session()
-    stream = lab.generate(session, **ARGS)
+    stream = lab.generate(session, form_request(**ARGS))
     while "1 repeat; a 95% interval needs 6 · measuring…" not in next(stream).get("cards", ""):
         pass  # the first timed pair is in
     lab.stop(session)
@@ -184,7 +183,7 @@ def test_whitespace_cleanup_reports_what_changed_and_cleans_the_prompt(lab, engi
 
 def test_stop_ends_the_run_after_the_current_step_and_keeps_what_was_shown(lab):
     session = Session()
-    stream = lab.generate(session, **{**ARGS, "max_new_tokens": 200})
+    stream = lab.generate(session, form_request(**{**ARGS, "max_new_tokens": 200}))
     while "tokens" not in next(stream):
         pass
     lab.stop(session)
@@ -195,7 +194,7 @@ def test_stop_ends_the_run_after_the_current_step_and_keeps_what_was_shown(lab):
 
 def test_a_stop_that_arrives_after_the_last_step_leaves_the_run_finished(lab, engine):
     session = Session()
-    stream = lab.generate(session, **ARGS)
+    stream = lab.generate(session, form_request(**ARGS))
     while not (engine.generations and engine.generations[0].events and engine.generations[0].events[-1].finished):
         next(stream)
     lab.stop(session)
@@ -219,7 +218,7 @@ def test_a_stop_pressed_during_one_run_that_lands_after_the_next_run_started_doe
     session = Session()
     run(lab, session)
     pressed_during = session.run_id
-    stream = lab.generate(session, **{**ARGS, "seed": 1})
+    stream = lab.generate(session, form_request(**{**ARGS, "seed": 1}))
     next(stream)  # the next run is in progress when the late Stop arrives
     assert session.running and session.run_id != pressed_during
     lab.stop(session, pressed_during)
@@ -229,7 +228,7 @@ def test_a_stop_pressed_during_one_run_that_lands_after_the_next_run_started_doe
 
 def test_a_stop_carrying_the_id_of_the_run_in_progress_stops_it(lab):
     session = Session(next_run_id="run-2")
-    stream = lab.generate(session, **{**ARGS, "max_new_tokens": 200})
+    stream = lab.generate(session, form_request(**{**ARGS, "max_new_tokens": 200}))
     while "tokens" not in next(stream):
         pass
     lab.stop(session, "run-2")
@@ -245,18 +244,15 @@ def test_a_stop_pressed_while_its_run_waits_in_the_queue_stops_it_when_it_starts
 
 
 def test_the_run_id_input_reaches_the_session_and_not_the_callback(lab):
+    from specdec.ui.request_form import FORM
     from specdec.ui.run_ids import tied_to_run
+    from specdec.ui.wiring import with_request
 
-    tied = tied_to_run(lab.generate)
+    tied = tied_to_run(with_request(lab.generate))
     assert list(inspect.signature(tied).parameters)[-1] == "run_id"
-    session = Session()
-    list(tied(session, *ARGS.values(), "constant", True, "from-the-browser"))
+    session, form = Session(), {**ARGS, "clean": False, "k_schedule": "constant", "chat": True}
+    list(tied(session, None, *(form[name] for name in FORM), "from-the-browser"))
     assert session.run_id == "from-the-browser" and session.next_run_id is None
-
-
-def test_settings_switch_off_top_p_at_one_and_top_k_at_zero():
-    s = make_settings(4, 0.7, 1.0, 0, 64, 3)
-    assert (s.top_p, s.top_k, s.k, s.temperature, s.seed) == (None, None, 4, 0.7, 3)
 
 
 def test_throttle_lets_one_update_through_per_interval():

@@ -6,6 +6,8 @@ from specdec.ui.tabs.generate.callbacks import Lab
 
 import pytest
 
+from tests.ui_fakes import form_request
+
 ARGS = dict(prompt="The os module provides a portable way of using", clean_whitespace=True,
             target=presets.LAB_TARGET, draft=presets.LAB_DRAFT, target_custom="", draft_custom="",
             k=4, temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=24, seed=2)
@@ -14,7 +16,7 @@ ARGS = dict(prompt="The os module provides a portable way of using", clean_white
 @pytest.fixture(scope="module")
 def session_after_run():
     session = Session()
-    updates = list(Lab(token_interval_s=0.0, policy=Policy(min_repeats=3, budget_s=1.0)).generate(session, **ARGS))
+    updates = list(Lab(token_interval_s=0.0, policy=Policy(min_repeats=3, budget_s=1.0)).generate(session, form_request(**ARGS)))
     return session, updates
 
 

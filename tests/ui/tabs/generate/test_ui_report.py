@@ -14,7 +14,7 @@ import pytest
 from plotly.offline import get_plotlyjs
 
 from tests.ui.tabs.tour.test_ui_tour import sweep_rows
-from tests.ui_fakes import FakeEngine
+from tests.ui_fakes import FakeEngine, form_request
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 ARGS = dict(prompt="def f(x):", clean_whitespace=False, target="lab-target", draft="lab-draft", target_custom="",
@@ -56,7 +56,7 @@ def lab():
 @pytest.fixture(scope="module")
 def session(lab):
     session = Session()
-    list(lab.generate(session, **ARGS))
+    list(lab.generate(session, form_request(**ARGS)))
     return session
 
 
@@ -121,7 +121,7 @@ def test_the_report_includes_the_sessions_sweep(lab, session):
 
 def test_the_prompt_is_escaped(lab):
     session = Session()
-    list(lab.generate(session, **{**ARGS, "prompt": "<script>alert(1)</script>"}))
+    list(lab.generate(session, form_request(**{**ARGS, "prompt": "<script>alert(1)</script>"})))
     report = build_report(lab, session)
     assert "<script>alert(1)" not in report and "&lt;script&gt;alert(1)" in report
 

@@ -10,7 +10,7 @@ from specdec.ui.views.lossless import histogram_figure, render_greedy
 
 import pytest
 
-from tests.ui_fakes import FakeEngine
+from tests.ui_fakes import FakeEngine, split_request
 
 SETTINGS = dict(prompt="Explain.", clean_whitespace=False, target="t", draft="d", target_custom="", draft_custom="",
                 k=4, temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=8, seed=0)
@@ -46,8 +46,8 @@ def fake_checks(greedy=IDENTICAL, sampling=None, on_greedy=lambda: None):
 
 def run(checks, session=None, **changes):
     lab = Lab(FakeEngine(), heavy_interval_s=0.0)
-    updates = list(check(lab, session or Session(), **{**SETTINGS, **changes}, progress=lambda *a, **k: None,
-                         checks=checks))
+    request, extras = split_request({**SETTINGS, **changes})
+    updates = list(check(lab, session or Session(), request, **extras, progress=lambda *a, **k: None, checks=checks))
     return updates[-1], updates
 
 

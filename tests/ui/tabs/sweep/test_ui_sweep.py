@@ -25,7 +25,7 @@ from specdec.ui.views.sweep import (
 
 import pytest
 
-from tests.ui_fakes import FakeEngine, FakeModel
+from tests.ui_fakes import FakeEngine, FakeModel, split_request
 
 SWEEP = dict(prompt="def f(x):", clean_whitespace=False, target="lab-target", target_custom="",
              drafts=["lab-draft"], ks="1-4", temperatures="0, 0.7", max_new_tokens=16, seed=0, top_p=1.0, top_k=0)
@@ -184,9 +184,15 @@ def test_every_column_of_the_table_has_a_width():
     assert len(SWEEP_WIDTHS) == len(TABLE_COLUMNS)
 
 
+def run(lab, session, **changes):
+    """The Sweep tab's callback on the page's request (SWEEP's form fields) and its own fields."""
+    request, own = split_request({**SWEEP, **changes})
+    return sweep(lab, session, request, **own)
+
+
 def test_sweep_tab_ends_with_table_plots_export_best_k_and_theory_fit():
     session = Session()
-    updates = list(sweep(Lab(FakeEngine()), session, **SWEEP))
+    updates = list(run(Lab(FakeEngine()), session))
     final = updates[-1]
     assert len(final["sweep_table"]) == 8 and final["sweep_export"].endswith(".csv")
     assert "best measured K=" in final["sweep_best"] and "key-result" in final["sweep_best"]
@@ -202,8 +208,8 @@ def test_how_it_works_lists_the_free_drafting_form_beside_both_forms():
 
 def test_the_status_line_names_the_same_step_as_the_progress_bar():
     descriptions = []
-    updates = list(sweep(Lab(FakeEngine()), Session(), **SWEEP,
-                         progress=lambda *args, desc=None, **kwargs: descriptions.append(desc)))
+    updates = list(run(Lab(FakeEngine()), Session(),
+                       progress=lambda *args, desc=None, **kwargs: descriptions.append(desc)))
     statuses = [u["status"] for u in updates if "status" in u][:-1]
     statuses = statuses[next(i for i, s in enumerate(statuses) if "Warming up" in s):]  # after loading
     assert len(statuses) == len(descriptions) and all(d in s for d, s in zip(descriptions, statuses))
@@ -212,7 +218,7 @@ def test_the_status_line_names_the_same_step_as_the_progress_bar():
 
 def test_a_stopped_sweep_says_how_many_points_it_measured():
     lab, session = Lab(FakeEngine()), Session()
-    stream = sweep(lab, session, **SWEEP, progress=lambda *a, **k: None)
+    stream = run(lab, session, progress=lambda *a, **k: None)
     for update in stream:
         if "Measuring point 3 of 8" in update.get("status", ""):
             lab.stop(session)
@@ -221,5 +227,5 @@ def test_a_stopped_sweep_says_how_many_points_it_measured():
 
 
 def test_sweep_with_bad_k_values_shows_an_error():
-    updates = list(sweep(Lab(FakeEngine()), Session(), **{**SWEEP, "ks": "0-40"}))
+    updates = list(run(Lab(FakeEngine()), Session(), ks="0-40"))
     assert "K values must lie in [1, 16]" in updates[-1]["error"]

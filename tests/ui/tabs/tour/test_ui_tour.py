@@ -11,7 +11,6 @@ from specdec.measure.sweep import SweepRunner, add_theory, plan_sweep
 from specdec.models import presets
 from specdec.ui.exercises import EXERCISES, find_exercise
 from specdec.ui.session import Session
-from specdec.ui.share_link import LINKED as SETTINGS
 from specdec.ui.tabs.generate.callbacks import Lab
 from specdec.ui.tabs.lossless.callbacks import result_json
 from specdec.ui.tabs.tour.callbacks import (
@@ -30,7 +29,7 @@ from specdec.ui.views.lesson import progress_html
 
 import pytest
 
-from tests.ui_fakes import FakeEngine, FakeModel
+from tests.ui_fakes import FakeEngine, FakeModel, form_request
 
 GREEDY, HOT, BEST_K = find_exercise("greedy"), find_exercise("hot"), find_exercise("best_k")
 
@@ -46,7 +45,7 @@ def run_exercise(lab, session, exercise, **changes):
                 target_custom="", draft_custom="", k=exercise.k, temperature=exercise.temperature,
                 top_p=exercise.top_p, top_k=exercise.top_k, max_new_tokens=exercise.max_new_tokens,
                 seed=exercise.seed, k_schedule=exercise.k_schedule, chat=exercise.chat)
-    list(lab.generate(session, **{**args, **changes}))
+    list(lab.generate(session, form_request(**{**args, **changes}, exercise=exercise.key)))
 
 
 def test_the_tour_has_six_to_eight_exercises_with_distinct_keys():
@@ -60,7 +59,7 @@ def test_each_exercise_button_loads_its_settings_into_the_sidebar_and_prompt(exe
                 "k_schedule": exercise.k_schedule, "temperature": exercise.temperature, "top_p": exercise.top_p,
                 "top_k": exercise.top_k, "seed": exercise.seed, "max_new_tokens": exercise.max_new_tokens,
                 "chat": exercise.chat, "target_custom": "", "draft_custom": ""}
-    assert {name: update[name] for name in SETTINGS} == expected
+    assert {name: update[name] for name in expected} == expected
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.key)

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from specdec.engine import theory
 from specdec.engine.events import TreeNode
-from specdec.ui.session import RunView
+from specdec.serving.run_record import RunRecord
 from specdec.ui.tabs.whatif import layout as whatif
 from specdec.ui.tabs.whatif.callbacks import preset_curve
 from specdec.ui.views.replay import accepted_lengths, replay_steps, run_data
@@ -34,6 +34,12 @@ def js():
         page.add_script_tag(content=whatif.SCRIPT.read_text(encoding="utf-8"))
         yield page
         browser.close()
+
+
+def shown(result, events, estimate=None) -> RunRecord:
+    """A run's record as Generate keeps it (only what run_data reads)."""
+    result.events = events
+    return RunRecord(None, "p", result, estimate=estimate)
 
 
 def test_the_js_gives_theorys_numbers_for_the_same_inputs(js):
@@ -89,8 +95,8 @@ def test_the_replay_data_carries_every_decision_as_the_events_record_it():
 def test_run_data_takes_alpha_the_measured_speedup_and_the_accepted_lengths():
     events = [replace(e) for e in mixed_run()]
     result = SimpleNamespace(settings=SimpleNamespace(k=2), metrics=SimpleNamespace(tokens_per_forward=2.0))
-    estimate = SimpleNamespace(ratio=1.4, low=1.2, high=1.6, repeats=8)
-    data = run_data(RunView("p", events, result, estimate=estimate))
+    estimate = SimpleNamespace(ratio=1.4, low=1.2, high=1.6, repeats=8, fault=None)
+    data = run_data(shown(result, events, estimate=estimate))
     assert data["alpha"] == pytest.approx(theory.measured_alpha(events))
     assert (data["speedup"], data["low"], data["high"], data["k"]) == (1.4, 1.2, 1.6, 2)
     assert data["c"] is None and data["v"] is None  # no timed pair: not measured
@@ -104,7 +110,7 @@ def test_the_replay_in_the_browser_shows_each_decision_and_the_tree(js):
     js.set_content(f"<html><body>{whatif.SHELL}</body></html>")
     js.add_script_tag(content=whatif.SCRIPT.read_text(encoding="utf-8"))
     js.evaluate("data => { SpecDecWhatIf.mount(document.body); SpecDecWhatIf.load(data); }",
-                run_data(RunView("p", events, result)))
+                run_data(shown(result, events)))
     seen = js.evaluate(WALK)
     want = [(e.index, d.position, d.fate, d.uniform) for e in events for d in e.drafted if d.evaluated]
     assert [(s["step"], s["pos"], s["fate"], s["u"]) for s in seen] == want
@@ -149,7 +155,7 @@ def test_play_steps_the_replay_by_itself_and_pauses(js):
     js.add_script_tag(content=whatif.SCRIPT.read_text(encoding="utf-8"))
     result = SimpleNamespace(settings=SimpleNamespace(k=3), metrics=SimpleNamespace(tokens_per_forward=2.0))
     js.evaluate("data => { SpecDecWhatIf.mount(document.body); SpecDecWhatIf.load(data); }",
-                run_data(RunView("p", mixed_run(), result)))
+                run_data(shown(result, mixed_run())))
     where = js.locator("#wi-replay .wi-where")
     start = where.inner_text()
     js.locator("#wi-play").focus()
