@@ -113,6 +113,7 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
         workload_tab.wire(lab, c, session)
         tour.wire_tour(c, session)
         tour.wire_links(c, session, demo.load, [example[0] for example in EXAMPLES])  # links that carry a state
+        generate_tab.wire_restore(lab, c, session, demo.load)  # the last run this browser kept
         c["projector"].change(None, [c["projector"]], [c["projector"]], js=PROJECTOR_JS, api_visibility="private")
         add_svg_buttons(c)
         c["preload_timer"] = gr.Timer(1.0)  # the start-up fetch and preload report in the status line
