@@ -34,10 +34,9 @@ class Prepared:
 
 
 def error_update(exc: BaseException) -> dict:
-    """Shows the problem as a toast and in the error box; every other output is left as it is."""
-    message = describe_error(exc)
-    gr.Warning(message)
-    return {"error": render_error(message), "status": ""}
+    """Shows the problem once, in the tab's error box beside the button that caused it (no toast: one message per
+    bad input); every other output is left as it is."""
+    return {"error": render_error(describe_error(exc)), "status": ""}
 
 
 class LabCore:
@@ -113,7 +112,7 @@ class LabCore:
         current step. It writes no output (only a toast): the run reports "Stopped" itself, and a reply
         arriving after that must not replace it."""
         if session.request_stop(run_id):
-            gr.Info("Stopping after the current step…")
+            gr.Info("Stopping after the current step…", duration=3)
         return {}
 
 

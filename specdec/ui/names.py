@@ -39,10 +39,10 @@ def is_unknown(name: str, names: list[str] | None = None) -> bool:
 
 
 def unknown_model_message(name: str, matches: list[str]) -> str:
-    hint = f" Did you mean {' or '.join(matches)}?" if matches else (
-        f" Known here: {', '.join(presets.bundled_model_names()) or 'none'}.")
-    return (f"Unknown model {name!r}: it is not a bundled model, a preset, a folder on this machine or a "
-            f"downloaded Hugging Face Hub id.{hint}")
+    """One short line: the name, then the close matches (or what a name may be)."""
+    if matches:
+        return f"Unknown model {name!r}. Did you mean {' or '.join(matches)}?"
+    return f"Unknown model {name!r}: not a drafter, a preset, a folder here or a Hub id (organisation/name)."
 
 
 def explain_unknown_names(load: Callable) -> Callable:

@@ -182,6 +182,7 @@ def load_exercise(session: Session, tour: TourState, key: str) -> dict:
     if exercise is None:
         return {"tour_question": f"Unknown exercise {key!r}."}
     remember_run(tour, session)
+    session.settings_chosen = True
     tour.current = exercise.key
     prediction = tour.predictions.get(exercise.key)
     return {**exercise_settings(exercise), "tabs": gr.update(selected=exercise.tab),
@@ -248,6 +249,7 @@ def page_load(session: Session, state: TourState, stored, schema: LinkSchema, re
     decoded = decode_link(params, schema)
     update = load_exercise(session, state, decoded.exercise) if decoded.exercise else lesson_view(session, state)
     update.update(decoded.values)
+    session.settings_chosen = bool(decoded.exercise or decoded.values)
     if "target" in decoded.values:
         update.update(preset_for(decoded.values["target"]))
     if decoded.values:
