@@ -11,6 +11,7 @@ from pathlib import Path
 
 from specdec.models import presets
 from specdec.paths import SHIPPED_DRAFTERS_DIR
+from specdec.ui.choices import draft_choices
 
 FALLBACK_K = 4  # when no card is readable: the shipped default drafter at the textbook K
 
@@ -48,5 +49,5 @@ def best_from_cards(folder: Path, allowed: set[str]) -> DefaultDraft | None:
 @lru_cache(maxsize=1)
 def default_draft() -> DefaultDraft:
     """The default pair's draft and K (read once per process)."""
-    return (best_from_cards(SHIPPED_DRAFTERS_DIR, set(presets.all_model_choices()))
+    return (best_from_cards(SHIPPED_DRAFTERS_DIR, set(draft_choices(presets.DEFAULT_TARGET)))
             or DefaultDraft(presets.DEFAULT_DRAFT, FALLBACK_K, None))

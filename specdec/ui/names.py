@@ -8,21 +8,11 @@ from typing import Callable
 
 from specdec.errors import ModelLoadError
 from specdec.models import presets
-
-
-def known_names() -> list[str]:
-    """Bundled and preset models, `auto`, and the named drafters (prompt lookup, …) when the engine has them."""
-    names = list(presets.all_model_choices())
-    try:
-        from specdec.planning.run import draft_names
-        names += [name for name in draft_names() if name not in names]
-    except Exception:  # noqa: BLE001 (an engine without drafters, or one being changed)
-        pass
-    return names
+from specdec.ui.choices import offered_names
 
 
 def close_matches(name: str, names: list[str] | None = None) -> list[str]:
-    names = known_names() if names is None else names
+    names = offered_names() if names is None else names
     by_lower = {n.lower(): n for n in names}
     found = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)
     if not found and "/" in name:  # "org/mdoel": compare the part after the organisation too
@@ -34,7 +24,7 @@ def close_matches(name: str, names: list[str] | None = None) -> list[str]:
 
 def is_unknown(name: str, names: list[str] | None = None) -> bool:
     """Neither a known name, nor a folder here, nor an organisation/model Hub id."""
-    names = known_names() if names is None else names
+    names = offered_names() if names is None else names
     return name not in names and "/" not in name and not os.path.isdir(os.path.expanduser(name))
 
 
@@ -55,7 +45,7 @@ def explain_unknown_names(load: Callable) -> Callable:
             return load(name, *args, **kwargs)
         except ModelLoadError as exc:
             text = (name or "").strip()
-            names = known_names()
+            names = offered_names()
             if not text or text in names:
                 raise
             matches = close_matches(text, names)
