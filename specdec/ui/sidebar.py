@@ -8,6 +8,7 @@ from specdec.drafters import registry
 from specdec.engine.schedules import CONFIDENCE_THRESHOLD, SCHEDULES
 from specdec.models import presets
 from specdec.planning.choice import AUTO
+from specdec.serving.limits import is_public
 from specdec.ui.choices import draft_choices
 from specdec.ui.defaults import default_draft
 from specdec.ui.share_link import build_copy_link
@@ -59,7 +60,7 @@ def models_note(target: str, draft: str) -> dict:
 
 def engine_shown() -> bool:
     """The engine choice is offered except on a public deployment without an operator-set server."""
-    return not vllm_engine.public_deployment() or bool(vllm_engine.operator_urls()[0])
+    return not is_public() or bool(vllm_engine.operator_urls()[0])
 
 
 def build_sidebar(c: dict) -> None:
