@@ -124,8 +124,8 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in [
     Variable("SPECDEC_PRELOAD", FLAG, True, "load and warm up the default pair at start-up (`--preload`)", APP),
     Variable("SPECDEC_ALLOW_LOCAL_PATHS", FLAG, None, "let users load models from folders on this machine "
              "(`--allow-local-paths`)", APP, "on; off on a public deployment"),
-    Variable("SPECDEC_PUBLIC", FLAG, None, "a public deployment: the public limits, no local paths (`--public`)",
-             LIMITS, "on where `SPACE_ID` is set (a Space), else off"),
+    Variable("SPECDEC_PUBLIC", FLAG, None, "a public deployment: the public limits, no local paths, no download or "
+             "vLLM server a visitor names (`--public`)", LIMITS, "on where `SPACE_ID` is set (a Space), else off"),
     # the app's deployment limits (docs/deploy.md); each flag (--queue-size, …) wins over its variable
     Variable("SPECDEC_QUEUE_SIZE", number(True, 1, **NO_LIMIT), None,
              "requests waiting in the app's queue; more are turned away (`--queue-size`)", LIMITS, PROFILE),

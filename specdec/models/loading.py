@@ -263,6 +263,16 @@ def _cached_snapshot(hub_id: str) -> Optional[str]:
     return os.path.dirname(config) if isinstance(config, str) else None
 
 
+def is_local_path(name: str) -> bool:
+    """Whether locate reads `name` as a folder on this machine (a path, or the name of a folder here)."""
+    return name.startswith(("/", "./", "../", "~")) or os.path.isdir(os.path.expanduser(name))
+
+
+def is_downloaded(hub_id: str) -> bool:
+    """Whether a Hub id's files are in this machine's Hugging Face cache (loading it downloads nothing)."""
+    return _cached_snapshot(hub_id) is not None
+
+
 def locate(name: str, allow_local_paths: bool, progress: Progress = None) -> tuple[str, bool]:
     """(folder or hub id, is_local). Bundled and fetchable models are always allowed; a fetchable one
     may be downloaded and converted here (fetch.ensure_model), reporting through progress."""
@@ -271,7 +281,7 @@ def locate(name: str, allow_local_paths: bool, progress: Progress = None) -> tup
     if fetch.is_fetchable(name):
         source = fetch.ensure_model(name, progress)
         return source, os.path.isdir(source)
-    if name.startswith(("/", "./", "../", "~")) or os.path.isdir(os.path.expanduser(name)):
+    if is_local_path(name):
         if not allow_local_paths:
             raise LocalPathsDisabledError(
                 f"Loading models from local paths is disabled on this deployment ({name!r}); "

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 from specdec.models import presets
 from specdec.paths import SHIPPED_DRAFTERS_DIR
+from specdec.ui.choices import draft_choices
 
 log = logging.getLogger("specdec.ui.launch")
 MIN_K = 3  # the default drafts at least this many tokens a step: speculation visible on the first screen
@@ -65,7 +66,7 @@ _HERE: list[DefaultDraft] = []  # measure_here's choice, once made (the process'
 
 def cards_default() -> DefaultDraft:
     if not _CARDS:
-        _CARDS.append(best_from_cards(SHIPPED_DRAFTERS_DIR, set(presets.all_model_choices()))
+        _CARDS.append(best_from_cards(SHIPPED_DRAFTERS_DIR, set(draft_choices(presets.DEFAULT_TARGET)))
                       or DefaultDraft(presets.DEFAULT_DRAFT, FALLBACK_K, None))
     return _CARDS[0]
 
