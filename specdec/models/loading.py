@@ -18,7 +18,7 @@ from specdec.errors import InvalidSettingsError, LocalPathsDisabledError, ModelL
 from specdec.models import fetch, hub, presets
 from specdec.models.cache import ModelCache
 from specdec.models.checks import check_causal_lm, check_loading_info, explain_load_failure
-from specdec.models.dtypes import BF16_MIN_PARAMS, DTYPES, dtype_name  # noqa: F401 (re-exported)
+from specdec.models.dtypes import BF16_MIN_PARAMS, BLOCK_FORMATS, DTYPES, block_weights_label, dtype_name  # noqa: F401 (re-exported)
 from specdec.models.memory import check_load_fits, default_budget
 from specdec.models.vocabulary import check_compatible, describe_vocab_mismatch, shared_vocab_size  # noqa: F401 (re-exported)
 from specdec.runners import lab_kernels as lab_kernel_runner
@@ -45,7 +45,21 @@ class LoadedModel:
     backend: str = "auto"  # "auto": the static runner where the architecture allows; "hf-eager": always HF
     tuned: object = None  # the measured `auto` path it was loaded by (tuning.TunedPath), None for explicit dtypes
     kernels: str = "torch"  # its CPU forwards: "torch" kernels, or "lab" kernels (lab_kernel_runner.py)
+    weights: str = ""  # a GGUF's block format it runs from ("q4_1", "q8_0": block_model.py), "" for float weights
     _texts: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def weights_label(self) -> str:
+        """Which weights ran, in words (run records, bench, exports): 'Q4_1 as published' for the fetched file's blocks;
+        for float weights converted from it 'float16 from Q4_1' (the float16 copies the runners multiply) or
+        'float32 from Q4_1'; else the dtype ('float32')."""
+        if self.weights:
+            return block_weights_label(self.weights)
+        from_gguf = fetch.converted_from(self.name, self.source)
+        if not from_gguf:
+            return dtype_name(self.dtype)
+        copies = "float16" in self.runner_kind and self.dtype == torch.float32
+        return f"{'float16' if copies else dtype_name(self.dtype)} from {from_gguf}"
 
     @property
     def embedding_rows(self) -> int:
@@ -212,12 +226,17 @@ def load_model(
         raise ModelLoadError("No model name given")
     source, is_local = locate(name, allow_local_paths, progress)
     torch_device = resolve_device(device)
+    if dtype in BLOCK_FORMATS:
+        return load_blocks(name, source, torch_device, dtype, progress)
     tuned = None
     if dtype == "auto" and torch_device.type == "cpu" and tuning.enabled():  # measured, not ruled (tuning.py)
         as_float32 = lambda: load_model(name, device=device, dtype="float32", trust_remote_code=trust_remote_code,  # noqa: E731
                                         allow_local_paths=allow_local_paths, progress=progress)
         tuned = tuning.tuned_path(source, torch_device, as_float32, trust_remote_code=trust_remote_code,
-                                  say=progress or (lambda message: None))
+                                  say=progress or (lambda message: None),
+                                  blocks=block_loaders(name, source, torch_device, progress))
+        if tuned.dtype in BLOCK_FORMATS:
+            return use_tuned(load_blocks(name, source, torch_device, tuned.dtype, progress), tuned)
         torch_dtype = DTYPES[tuned.dtype]
     else:
         torch_dtype = resolve_dtype(dtype, torch_device, source)
@@ -229,14 +248,67 @@ def load_model(
         size=lambda loaded: loaded.memory_bytes, estimate=estimate,
         admit=lambda budget: check_load_fits(name, estimate, torch_device, budget))
     if tuned is not None:
-        loaded.tuned = tuned
         # the lab's kernels where they were measured fastest and still build and fit here
         loaded.kernels = "lab" if tuned.kernels == "lab" and not lab_kernel_runner.fits(loaded.model) else "torch"
-        set_model_threads(loaded.model, tuned.threads)
-        # a step's and a verification's own counts, measured on the chosen kernels
-        set_row_threads(loaded.model, tuned.threads_by_rows if loaded.kernels == tuned.kernels else None)
-        tuning.remember(name, tuned)
+        use_tuned(loaded, tuned)
     return loaded
+
+
+def use_tuned(loaded: LoadedModel, tuned) -> LoadedModel:
+    """Run the loaded model as the measured path says: its thread counts (a step's and a verification's own,
+    measured on the chosen kernels)."""
+    loaded.tuned = tuned
+    set_model_threads(loaded.model, tuned.threads)
+    set_row_threads(loaded.model, tuned.threads_by_rows if loaded.kernels == tuned.kernels else None)
+    tuning.remember(loaded.name, tuned)
+    return loaded
+
+
+def block_loaders(name: str, source: str, device: torch.device, progress: Progress = None) -> dict:
+    """{format: load()} for the GGUF block paths the measured `auto` may try for this model (none unless the model is
+    carried as a GGUF, its converted folder is here and the lab kernels run on this CPU)."""
+    from specdec.models.gguf_files import has_gguf
+
+    if device.type != "cpu" or not has_gguf(name) or not os.path.isdir(source) or lab_kernel_runner.native_kernels.unavailable_reason():
+        return {}
+    return {fmt: (lambda fmt=fmt: load_blocks(name, source, device, fmt, progress)) for fmt in BLOCK_FORMATS}
+
+
+def load_blocks(name: str, source: str, device: torch.device, fmt: str, progress: Progress = None) -> LoadedModel:
+    """The model running from its GGUF's blocks in `fmt` (block_model.py), cached like any loaded model."""
+    from specdec.models.gguf_files import ensure_gguf, has_gguf
+
+    if device.type != "cpu":
+        raise ModelLoadError(f"--dtype {fmt} runs a GGUF's blocks on the lab's CPU kernels; {device} is not a CPU")
+    if not has_gguf(name) or not os.path.isdir(source):
+        raise ModelLoadError(f"--dtype {fmt} needs a model carried as a GGUF file ({name!r} is not one)")
+    key = (source, str(device), fmt, False)
+    MODELS.budget = cache_budget(device)
+
+    def load() -> LoadedModel:
+        from specdec.models.block_model import build_block_model
+        from transformers import GenerationConfig
+
+        say = progress or (lambda message: None)
+        start = time.perf_counter()
+        gguf = ensure_gguf(name, fmt, progress)
+        config = _load_config(name, source, {})
+        tokenizer = _load_tokenizer(source, {})
+        try:
+            generation = GenerationConfig.from_pretrained(source)
+        except OSError:
+            generation = None
+        say(f"Loading {name} from {gguf.name} ({block_weights_label(fmt)})…")
+        model = build_block_model(config, gguf, generation)
+        return LoadedModel(name, source, model, tokenizer, device, torch.float32,
+                           load_time_s=time.perf_counter() - start, kernels="lab", weights=fmt)
+
+    from specdec.models.gguf_files import gguf_path
+
+    path = gguf_path(name, fmt)
+    estimate = path.stat().st_size if path.is_file() else None
+    return MODELS.get_or_load(key, load, size=lambda loaded: loaded.memory_bytes, estimate=estimate,
+                              admit=lambda budget: check_load_fits(name, estimate, device, budget))
 
 
 def folder_weight_bytes(source: str, dtype: torch.dtype) -> Optional[int]:
