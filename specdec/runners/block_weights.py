@@ -212,10 +212,11 @@ _HAS_BLOCKS: "weakref.WeakKeyDictionary[nn.Module, bool]" = weakref.WeakKeyDicti
 
 
 def has_blocks(model: nn.Module) -> bool:
-    """Whether any of the model's layers, embedding or head are blocks (its forwards then need the lab kernels)."""
+    """Whether any of the model's linear layers (its decoder layers' or its head) are blocks: its forwards then need
+    the lab kernels. An embedding of blocks alone does not (every runner looks rows up through embedder())."""
     known = _HAS_BLOCKS.get(model)
     if known is None:
-        known = _HAS_BLOCKS[model] = any(isinstance(m, (BlockLinear, BlockEmbedding)) for m in model.modules())
+        known = _HAS_BLOCKS[model] = any(isinstance(m, BlockLinear) for m in model.modules())
     return known
 
 
