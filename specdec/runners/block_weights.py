@@ -57,7 +57,7 @@ def tile(raw: np.ndarray | torch.Tensor, fmt: str) -> BlockMatrix:
     """llama.cpp's row-major blocks raw [rows, blocks * block bytes] (uint8) -> tiles (block_products.c's layout).
     rows must be a multiple of TILE."""
     _, block_bytes, tile_bytes = FORMATS[fmt]
-    raw = torch.as_tensor(np.ascontiguousarray(raw)) if isinstance(raw, np.ndarray) else raw.contiguous()
+    raw = torch.from_numpy(np.array(raw)) if isinstance(raw, np.ndarray) else raw.contiguous()  # a writable copy
     rows, row_bytes = raw.shape
     blocks = row_bytes // block_bytes
     if rows % TILE or row_bytes % block_bytes:
