@@ -7,12 +7,15 @@ vocabulary, so the export is a plain LlamaForCausalLM: the two layers, the targe
 target's tied head over all 49,152 ids (its drafted token is the argmax over every id, where the lab's is over the
 draft vocabulary: the same network but for that last product). The target's tensors come from the converted folder
 (fetch.py; bfloat16 values dequantised from the published blocks), the tokenizer files too. Written once into
-<llama.cpp folder>/exports/ and reused while the draft's weights and the outtype are the same.
+<llama.cpp folder>/exports/ and reused while the draft's weights and the outtype are the same. The converter imports
+sentencepiece (for SentencePiece tokenizers; SmolLM2's is BPE), which the lab does not need: it is installed once into
+<llama.cpp folder>/converter-packages (pip --target) and put on the converter's path only.
 """
 from __future__ import annotations
 
 import copy
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -23,6 +26,7 @@ from specdec.llamacpp.build import LlamaCppError, root, source_dir
 from specdec.paths import SHIPPED_DRAFTERS_DIR
 
 DRAFT = "smollm2-135m-draft"
+CONVERTER_PACKAGES = ("sentencepiece>=0.1.98,<0.3.0",)  # llama.cpp's requirements-convert_legacy_llama.txt
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json")
 
 
@@ -42,12 +46,27 @@ def draft_gguf(target_folder: Path, outtype: str = "q8_0", name: str = DRAFT) ->
         partial = Path(scratch) / target.name
         command = [sys.executable, str(source_dir() / "convert_hf_to_gguf.py"), str(folder), "--outfile", str(partial),
                    "--outtype", outtype]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
+            str(converter_packages()), os.environ.get("PYTHONPATH", "")]))}
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=environment)
         if done.returncode != 0 or not partial.is_file():
             tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise LlamaCppError(f"llama.cpp's converter failed on {name}: {tail}")
         partial.replace(target)
     return target
+
+
+def converter_packages() -> Path:
+    """The folder holding what llama.cpp's converter imports beyond the lab's own packages, installed once."""
+    folder = root() / "converter-packages"
+    if not (folder / "sentencepiece").is_dir():
+        done = subprocess.run([sys.executable, "-m", "pip", "install", "--target", str(folder), "--no-deps",
+                               "--disable-pip-version-check", "--no-input", "--progress-bar", "off",
+                               *CONVERTER_PACKAGES], capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise LlamaCppError(f"installing what llama.cpp's converter imports failed: {tail}")
+    return folder
 
 
 def write_hf_folder(target_folder: Path, draft_weights: Path, out: Path) -> None:

@@ -21,6 +21,7 @@ from specdec.runners.block_weights import BlockLinear, BlockMatrix
 from specdec.runners.static import Layout, StaticLlamaRunner, layer_weights, plain_weights, supports_static
 
 import torch
+import torch.nn.functional as F
 
 KIND = "lab kernels (float16 weights)"
 # forwards of more rows (long prefills, never a verification) go through torch's float32 products on every thread the
@@ -49,7 +50,8 @@ class PackedLayer(NamedTuple):
 
 class PackedModel(NamedTuple):
     layers: list
-    head: "torch.Tensor | BlockMatrix"  # float16 groups [V / GROUP, d, GROUP], or the head's own blocks
+    head: "torch.Tensor | BlockMatrix | None"  # float16 groups [V / GROUP, d, GROUP], the head's own blocks, or None:
+    # a head the kernels cannot take, multiplied by torch (a drafter's few head rows over a target's block layers)
     nbytes: int  # the packed copies this model added (layers another model packed first are shared, not counted)
 
 
@@ -127,8 +129,9 @@ def packed_model(model) -> PackedModel:
         made = [layer not in _PACKED_LAYERS for layer in model.model.layers]  # the layers this model packs first
         layers = [packed_layer(layer) for layer in model.model.layers]
         blocks = isinstance(model.lm_head, BlockLinear)  # the head's own blocks: no copy
-        head = model.lm_head.matrix if blocks else native_kernels.pack(model.lm_head.weight)
-        nbytes = (0 if blocks else head.numel() * head.element_size()) + sum(
+        packable = not blocks and native_kernels.packable(model.lm_head.weight)
+        head = model.lm_head.matrix if blocks else native_kernels.pack(model.lm_head.weight) if packable else None
+        nbytes = (head.numel() * head.element_size() if packable else 0) + sum(
             packed_layer_bytes(layer) for layer, new in zip(model.model.layers, made) if new)
         known = _PACKED[model] = PackedModel(layers, head, nbytes)
         packed_weights.remember_module_copy(model, known.nbytes, kind(model))
@@ -270,6 +273,7 @@ class LabKernelRunner(StaticLlamaRunner):
             self.layers = [layer_weights(layer, packed=False) for layer in model.model.layers]
             self.head = plain_weights(model.lm_head)
         self.packed = packed_model(model)
+        self.lm_head = model.lm_head
         self.lib = native_kernels.library()
         config = model.config
         self.width = config.hidden_size
@@ -314,4 +318,6 @@ class LabKernelRunner(StaticLlamaRunner):
             return super()._logits(rows)
         if isinstance(self.packed.head, BlockMatrix):
             return block_weights.product(rows, self.packed.head, self._threads)
+        if self.packed.head is None:
+            return F.linear(rows, self.lm_head.weight, self.lm_head.bias)
         return native_kernels.product(rows, self.packed.head, self._threads)

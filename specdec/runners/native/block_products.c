@@ -27,6 +27,9 @@
 #define QK 32     /* inputs per block */
 #define TILE 8    /* output rows per tile: one 32-bit lane each of an AVX2 vector */
 #define QROWS 4   /* input rows a tile pass keeps in registers: 2 accumulators each beside the weights */
+#ifndef BLOCK_PREFETCH
+#define BLOCK_PREFETCH 8 /* tile-blocks a one-row pass prefetches ahead */
+#endif
 #define Q4_1_TILE_BYTES (4 * 32 + 2 * TILE * 2)
 #define Q8_0_TILE_BYTES (8 * 32 + TILE * 2)
 
@@ -67,7 +70,7 @@ static inline __attribute__((always_inline)) void q4_1_tile(const int R, const j
     __m256 acc[QROWS];
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     for (int b = 0; b < blocks; b++, tile += Q4_1_TILE_BYTES) {
-        if (fetch) _mm_prefetch((const char *)tile + 8 * Q4_1_TILE_BYTES, _MM_HINT_T0);
+        if (fetch && BLOCK_PREFETCH) _mm_prefetch((const char *)tile + BLOCK_PREFETCH * Q4_1_TILE_BYTES, _MM_HINT_T0);
         __m256i dots[QROWS];
         for (int r = 0; r < R; r++) dots[r] = _mm256_setzero_si256();
         for (int t = 0; t < 4; t++) {
@@ -99,9 +102,9 @@ static inline __attribute__((always_inline)) void q8_0_tile(const int R, const j
     __m256 acc[QROWS];
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     for (int b = 0; b < blocks; b++, tile += Q8_0_TILE_BYTES) {
-        if (fetch) {
-            _mm_prefetch((const char *)tile + 6 * Q8_0_TILE_BYTES, _MM_HINT_T0);
-            _mm_prefetch((const char *)tile + 6 * Q8_0_TILE_BYTES + 128, _MM_HINT_T0);
+        if (fetch && BLOCK_PREFETCH) {
+            _mm_prefetch((const char *)tile + BLOCK_PREFETCH * Q8_0_TILE_BYTES, _MM_HINT_T0);
+            _mm_prefetch((const char *)tile + BLOCK_PREFETCH * Q8_0_TILE_BYTES + 128, _MM_HINT_T0);
         }
         __m256i dots[QROWS];
         for (int r = 0; r < R; r++) dots[r] = _mm256_setzero_si256();
