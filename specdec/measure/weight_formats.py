@@ -107,3 +107,17 @@ def cheaper_target(net: Network, alpha: float, draft_token_s: float, bandwidth: 
 def bytes_table(net: Network, formats: Sequence[WeightFormat] = FORMATS) -> list[tuple[str, float]]:
     """(format label, megabytes a token) for the memory views: what each format's weights weigh and read."""
     return [(fmt.label, bytes_per_token(net, fmt) / 1e6) for fmt in formats]
+
+
+def steps_from_tuning(path) -> dict[str, float]:
+    """{format key: seconds of its fastest measured one-token step} from a tuning record (runners/tuning.TunedPath:
+    `tune` times every path of a model, interleaved): the block paths as "q4_1" / "q8_0", the float32 path (float16
+    copies of the float weights, FBGEMM's or the lab kernels') as "f16"; candidates excluded or not timed are left out."""
+    steps: dict[str, float] = {}
+    for candidate in path.candidates:
+        if candidate.excluded or candidate.step_ms is None:
+            continue
+        key = candidate.dtype if candidate.dtype in ("q4_1", "q8_0") else "f16" if candidate.dtype == "float32" else ""
+        if key and candidate.step_ms / 1e3 < steps.get(key, float("inf")):
+            steps[key] = candidate.step_ms / 1e3
+    return steps
