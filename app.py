@@ -13,7 +13,7 @@ import sys
 if os.environ.get("SPACE_ID") and os.path.isdir("/data") and os.access("/data", os.W_OK):
     os.environ.setdefault("HF_HOME", "/data/huggingface")
 
-# Importing specdec first runs the process-wide set-up (specdec/serving/process.py: the OpenMP wait policy, before torch
+# Importing specdec first runs the process-wide set-up (specdec/process.py: the OpenMP wait policy, before torch
 # starts its thread pool), the same as `python -m specdec` and the scripts get.
 from specdec.ui.launch import parse_options, serve  # noqa: E402
 

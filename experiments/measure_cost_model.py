@@ -18,9 +18,10 @@ import time
 from specdec.measure.cost_model import compare
 from specdec.measure.device_presets import THIS_MACHINE, measure_this_machine
 from specdec.models import presets
-from specdec.ui.callbacks import Lab
+from specdec.ui.cost_prediction import prediction
 from specdec.ui.session import Session
-from specdec.ui.tabs import cost as cost_tab
+from specdec.ui.tabs.cost import callbacks as cost_tab
+from specdec.ui.tabs.generate.callbacks import Lab
 
 PROMPT = ("Rewrite this paragraph in plain English, keeping its meaning:\n\nThe committee, having deliberated at "
           "considerable length on the matter of the budget, ultimately resolved to approve the proposal, subject to "
@@ -36,7 +37,7 @@ def measure_pair(lab: Lab, target: str, draft: str, args):
     if final.get("error"):
         raise SystemExit(final["error"])
     measured = final["state"]
-    return measured, cost_tab.prediction(target, draft, 4, measure_this_machine(), "auto", measured, measure_peak=True)
+    return measured, prediction(target, draft, 4, measure_this_machine(), "auto", measured, measure_peak=True)
 
 
 def fmt(x, pattern="{:.3f}") -> str:

@@ -24,9 +24,10 @@ from dataclasses import asdict
 from specdec.measure.speedup import SWEEP, Policy
 from specdec.measure.sweep import fit_errors
 from specdec.models import presets
-from specdec.ui.callbacks import Lab
 from specdec.ui.session import Session
-from specdec.ui.tabs.sweep_run import fit_summary, sweep
+from specdec.ui.tabs.generate.callbacks import Lab
+from specdec.ui.tabs.sweep.callbacks import sweep
+from specdec.ui.views.sweep import fit_summary
 
 import pandas as pd
 

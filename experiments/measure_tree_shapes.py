@@ -15,7 +15,8 @@ import argparse
 import time
 
 from specdec.drafters.eagle import build_eagle
-from specdec.engine.tree import TreeShape, depths, greedy_path
+from specdec.engine.tree import TreeShape, greedy_path
+from specdec.runners.tree_attention import depths
 from specdec.models.loading import load_model
 
 import torch

@@ -1,5 +1,5 @@
 """SpecDec Lab engine: exact speculative decoding with step traces. Imports neither gradio nor plotly."""
-from specdec.serving.process import configure_process
+from specdec.process import configure_process
 
 configure_process()  # before anything below imports torch (process.py)
 

@@ -171,7 +171,7 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in [
              "repository, e.g. `https://github.com/<owner>/<repo>/blob/main`); unset: they are named, not linked",
              "specdec/ui/links.py"),
     Variable("SPECDEC_OPERATOR_KEY", TEXT, "", "the teacher's key: typed into the Class board tab, it resets the board "
-             "(unset: nobody can reset it from the page)", "specdec/ui/tabs/board.py"),
+             "(unset: nobody can reset it from the page)", "specdec/ui/tabs/board/callbacks.py"),
     # vLLM
     Variable("SPECDEC_VLLM_VENV", PATH, None, "the virtual environment vLLM runs in (`--venv` wins)",
              "specdec/vllm/venv.py", "`vllm-venv` in the cache folder"),

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Callable
 
-from specdec import DecodeSettings, Generation
+from specdec import DecodeSettings, start
 
 import torch
 from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
@@ -85,7 +85,7 @@ def run_tokens(target, draft, prompt: list[int], settings: DecodeSettings, gener
                **kwargs) -> list[int]:
     """The tokens of one run (no top-n tracing: the draws are the same, the run is twice as fast); with
     stop_at, the run is stopped (as Stop stops it) after the step that brings it to stop_at tokens."""
-    run = Generation(target, draft, prompt, settings, generator=generator, top_n=0, **kwargs)
+    run = start(target, draft, prompt, settings, generator=generator, top_n=0, **kwargs)
     for _ in run:
         if stop_at is not None and len(run.token_ids) >= stop_at:
             run.close()
@@ -135,7 +135,7 @@ def output_p_value(counts: Counter, law: dict[tuple[int, ...], float]) -> float:
 
 def long_run(target, draft, settings: DecodeSettings, tokens: int, prompt: list[int], seed: int, **kwargs):
     """(token ids, events) of one seeded run of `tokens` new tokens."""
-    run = Generation(target, draft, prompt, replace(settings, max_new_tokens=tokens),
+    run = start(target, draft, prompt, replace(settings, max_new_tokens=tokens),
                      generator=torch.Generator().manual_seed(seed), top_n=0, **kwargs)
     events = list(run)
     return run.token_ids, events
@@ -197,5 +197,5 @@ def short_run_paths(target, draft, settings: DecodeSettings, samples: int, promp
     generator = torch.Generator().manual_seed(seed)
     paths: Counter = Counter()
     for _ in range(samples):
-        paths.update(token_paths(list(Generation(target, draft, prompt, settings, generator=generator, top_n=0))))
+        paths.update(token_paths(list(start(target, draft, prompt, settings, generator=generator, top_n=0))))
     return paths

@@ -37,10 +37,26 @@ def test_layout_block_names_every_package_folder_and_only_paths_that_exist():
     layout = README.split("\n## Layout", 1)[1].split("\n## ", 1)[0]
     block = re.search(r"```text\n(.*?)\n```", layout, re.S).group(1)
     named = [line.split()[0] for line in block.splitlines() if line.strip()]
-    assert [path for path in named if not (ROOT / path).exists()] == []
-    listed = {path.rstrip("/") for path in named}
+    assert [path for path in named if not all((ROOT / p).exists() for p in expand(path))] == []
+    listed = {p.rstrip("/") for path in named for p in expand(path)}
     packages = {folder.relative_to(ROOT).as_posix() for folder in (ROOT / "specdec").rglob("*")
                 if folder.is_dir() and any(folder.glob("*.py"))}
     required = packages | {"specdec", "specdec/runners/native", "app.py", "training", "experiments", "assets",
                            "tests", "docs"}
     assert sorted(required - listed) == []
+
+
+def expand(path: str) -> list[str]:
+    """A Layout path with a <placeholder> folder ("specdec/ui/tabs/<tab>/") names every package folder in its place
+    (none: [], so a placeholder that matches nothing is a path that does not exist); any other path, itself."""
+    if "<" not in path:
+        return [path]
+    pattern = re.sub(r"<[^>/]+>", "*", path.rstrip("/"))
+    return sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob(pattern) if p.is_dir() and any(p.glob("*.py"))) \
+        or [path]
+
+
+def test_a_placeholder_in_the_layout_names_every_folder_in_its_place():
+    assert "specdec/ui/tabs/generate" in expand("specdec/ui/tabs/<tab>/")
+    assert "specdec/ui/tabs/__pycache__" not in expand("specdec/ui/tabs/<tab>/")
+    assert expand("specdec/nowhere/<x>/") == ["specdec/nowhere/<x>/"]

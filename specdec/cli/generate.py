@@ -52,6 +52,7 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> int:
+    from specdec.measure.speedup import drafter_for_each_run
     from specdec.planning.run import generate
 
     if args.draft is None:  # the target's default (presets.default_draft)
@@ -70,7 +71,11 @@ def run(args) -> int:
     generator = torch.Generator(device=target.device).manual_seed(args.seed)
     for index, text in enumerate(prompts):
         ids = prompt_ids(argparse.Namespace(**{**vars(args), "prompt": text}), target)
-        results = [generate(target, draft, ids, settings, generator=generator) for _ in range(args.num_samples)]
+        # the first run is the request; further samples of a drafter that learns across requests replay what it had
+        # learnt before it, so every sample is a draw of the same request (measure.speedup.drafter_for_each_run)
+        again = drafter_for_each_run(draft)
+        results = [generate(target, draft if n == 0 else again(), ids, settings, generator=generator)
+                   for n in range(args.num_samples)]
         print_results(args, results, index if args.prompts_file else None)
     return 0
 

@@ -31,39 +31,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Optional
 
+from specdec.engine.proposals import Proposal, ProposalContext, hidden_request  # noqa: F401 (the interface's names)
 from specdec.engine.tree import TreeShape
 
 import torch
-
-
-@dataclass
-class ProposalContext:
-    sampling: bool  # False: greedy; q rows are then softmax(raw logits), for the inspector only
-    warpers: object  # transformers LogitsProcessorList, the same warping p gets
-    generator: Optional[torch.Generator]
-    stop_below: Optional[float] = None  # confidence schedule: stop once the top draft probability < this
-
-    def unsure(self, q_row: torch.Tensor) -> bool:
-        """The confidence schedule's stop rule: this draft row's top probability is below stop_below, so the
-        drafter stops here and lets the target take over. q_row: [V] (or [1, V])."""
-        return self.stop_below is not None and float(q_row.max()) < self.stop_below
-
-
-@dataclass
-class Proposal:
-    ids: list[int] = field(default_factory=list)
-    q: Optional[torch.Tensor] = None  # [len(ids), V] float32 probabilities (None when ids is empty)
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-
-def hidden_request(drafter) -> bool | tuple[int, ...]:
-    """What the target's runner keeps for `drafter` (its keep_hidden, backend.py): nothing (False), the
-    final-norm states (True) or the outputs of the drafter's target_layers."""
-    if drafter is None or not drafter.reads_target_hidden:
-        return False
-    return tuple(drafter.target_layers) or True
 
 
 def always() -> bool:
@@ -110,6 +81,21 @@ class NoCostModel(ValueError):
     """The cost model cannot price this drafter; the message says why and what to choose instead."""
 
 
+@dataclass(frozen=True)
+class LearnedState:
+    """What a drafter that learns across requests had learnt when a run started, as that run could see it: how many
+    earlier requests and tokens, a fingerprint of their content (a measurement of the run is shared only with runs
+    that started from the same state), and the drafter's own copy of it (`content`, opaque here)."""
+
+    requests: int
+    tokens: int
+    fingerprint: str
+    content: object = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict:
+        return {"earlier_requests": self.requests, "earlier_tokens": self.tokens, "fingerprint": self.fingerprint}
+
+
 class Drafter:
     """Base class with the bookkeeping every drafter shares; subclasses override what they need."""
 
@@ -154,6 +140,17 @@ class Drafter:
 
     def finish(self, seq: list[int]) -> None:
         pass
+
+    def snapshot(self) -> Optional[LearnedState]:
+        """What this drafter has learnt across requests, as a request starting now would see it; None for a drafter
+        that learns nothing across requests (every drafter but suffix decoding)."""
+        return None
+
+    def replaying(self, state: Optional[LearnedState]) -> "Drafter":
+        """A drafter that drafts as this one did from `state` (its snapshot) and keeps what it learns to itself: a
+        measurement makes one per timed run, so that every repeat starts where the run it measures started and
+        none drafts from an earlier repeat's output. A drafter that learns nothing across requests is itself."""
+        return self
 
     def warm_up(self) -> None:
         """Called once by the loader, before any run: do here the one-time work this drafter's first proposal

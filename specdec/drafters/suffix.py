@@ -14,11 +14,12 @@ ids mean nothing across tokenizers) holding at most max_cached_requests requests
 first. A request's output is recorded as it is drafted from, and whole when the run ends (`finish`: finished or
 stopped).
 
-Privacy: on a public deployment (specdec/serving/limits.py: SPACE_ID or SPECDEC_PUBLIC) a request reads and
-writes only the entries of its own session: the drafter's `owner`, or, where none was given, the one the app's
-`owner_source` names when the request starts (the app: its browser session, specdec/ui/suffix_sessions.py); a
-request without an owner there neither reads nor writes the store. SPECDEC_SUFFIX_SHARED_STORE=1 lets the operator share one store across sessions.
-Locally (one user) every earlier request is shared.
+Privacy: on a public deployment (`public_source`, which the app sets to specdec/serving/limits.is_public) a request
+reads and writes only the entries of its own session: the drafter's `owner`, or, where none was given, the one the
+app's `owner_source` names when the request starts (the app: its browser session, specdec/ui/suffix_sessions.py); a
+request without an owner there neither reads nor writes the store. SPECDEC_SUFFIX_SHARED_STORE=1 lets the operator
+share one store across sessions. Locally (one user: the CLI, an experiment, the app run by its user) every earlier
+request is shared.
 
 Exactness: q is the distribution each node's children were drawn from: the frequencies of the continuations
 kept under min_token_prob, renormalised. Greedy, a node's children are its most frequent continuations (only the
@@ -28,6 +29,7 @@ as many as decided before drawing, none dropped for its value, so recursive reje
 """
 from __future__ import annotations
 
+import hashlib
 import heapq
 import itertools
 import os
@@ -36,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from specdec import config
-from specdec.drafters.base import CostShape, Drafter, DrafterSpec, Proposal, ProposalContext
+from specdec.drafters.base import CostShape, Drafter, DrafterSpec, LearnedState, Proposal, ProposalContext
 from specdec.engine.tree import TreeProposal, TreeShape
 
 import torch
@@ -47,6 +49,7 @@ MAX_CACHED_REQUESTS = 10_000  # earlier requests kept per target in this process
 MAX_SPEC_FACTOR = 1.0  # a draft holds at most max_spec_factor × the match length tokens
 MIN_TOKEN_PROB = 0.1  # a continuation is drafted only where its frequency along its path is at least this
 NODES = 24  # the shipped spec's node budget per step (target verification slots)
+REPLAY_OWNER = "replay"  # the owner of a replaying drafter's own store (Drafter.replaying): nobody else's
 SHARED_STORE = "SPECDEC_SUFFIX_SHARED_STORE"
 # the engine reads `nodes` (the verification slots a step may fill); a node has at most 1 / min_token_prob children
 SHAPE = TreeShape(top=round(1 / MIN_TOKEN_PROB), beam=1, nodes=NODES)
@@ -127,6 +130,8 @@ STORES: dict[str, SuffixStore] = {}  # target name -> its store (per process)
 REQUESTS = itertools.count()
 # the owner of a request started without one (the app sets it: the browser session running the request); None: none
 owner_source: Optional[Callable[[], Optional[str]]] = None
+# whether requests come from the public (the app sets it: serving.limits.is_public); the CLI's one user: never
+public_source: Callable[[], bool] = lambda: False
 
 
 def store_for(target_name: str, limit: int) -> SuffixStore:
@@ -135,12 +140,10 @@ def store_for(target_name: str, limit: int) -> SuffixStore:
     return store
 
 
-def store_access(owner: Optional[str], env=None) -> tuple[bool, bool]:
-    """(may use the store, shared across owners) for a request of `owner`, from the deployment now."""
-    from specdec.serving.limits import is_public
-
+def store_access(owner: Optional[str], public: bool, env=None) -> tuple[bool, bool]:
+    """(may use the store, shared across owners) for a request of `owner` on a deployment that is `public` or not."""
     env = os.environ if env is None else env
-    if config.get(SHARED_STORE, env) or not is_public(env):
+    if config.get(SHARED_STORE, env) or not public:
         return True, True
     return owner is not None, False
 
@@ -182,11 +185,12 @@ class SuffixDrafter(Drafter):
     def __init__(self, vocab_limit: int, device, target_name: str, shape: TreeShape = SHAPE,
                  max_tree_depth: int = MAX_TREE_DEPTH, max_cached_requests: int = MAX_CACHED_REQUESTS,
                  max_spec_factor: float = MAX_SPEC_FACTOR, min_token_prob: float = MIN_TOKEN_PROB,
-                 owner: Optional[str] = None):
+                 owner: Optional[str] = None, store: Optional[SuffixStore] = None):
         super().__init__(vocab_limit)
         self.device, self.tree_shape, self.owner = device, shape, owner
         self.max_tree_depth, self.max_spec_factor, self.min_token_prob = max_tree_depth, max_spec_factor, min_token_prob
-        self.store = store_for(target_name, max_cached_requests)
+        self.target_name = target_name
+        self.store = store if store is not None else store_for(target_name, max_cached_requests)
         self.request = TokenIndex()
         self.prompt_length, self.request_id, self.access = 0, next(REQUESTS), (False, False)
         self.request_owner = owner  # this request's: the drafter's owner, else owner_source's when it started
@@ -196,11 +200,30 @@ class SuffixDrafter(Drafter):
     def start(self, prompt_ids: list[int], max_length: int) -> None:
         self.request, self.prompt_length, self.request_id = TokenIndex(prompt_ids), len(prompt_ids), next(REQUESTS)
         self.request_owner = self.owner if self.owner is not None or owner_source is None else owner_source()
-        self.access = store_access(self.request_owner)
+        self.access = store_access(self.request_owner, public_source())
 
     def finish(self, seq: list[int]) -> None:
         """The run ended: its whole output goes to the store (where allowed)."""
         self._follow(seq)
+
+    def snapshot(self) -> LearnedState:
+        """The earlier outputs a request starting now may draft from (its owner's, or every one where shared)."""
+        owner = self.owner if self.owner is not None or owner_source is None else owner_source()
+        usable, shared = store_access(owner, public_source())
+        outputs = tuple(tuple(index.tokens) for index in self.store.visible(owner, shared, exclude=-1)) if usable \
+            else ()
+        digest = hashlib.sha256(repr(outputs).encode()).hexdigest()[:16]
+        return LearnedState(len(outputs), sum(map(len, outputs)), digest, outputs)
+
+    def replaying(self, state: Optional[LearnedState]) -> "SuffixDrafter":
+        """A drafter of its own store holding `state`'s outputs (an empty store for None), owned by nobody else:
+        it drafts from them as this drafter would have at the snapshot, and what it records stays in its store."""
+        store = SuffixStore(max(1, self.store.limit))
+        for request, output in enumerate(state.content if state is not None else ()):
+            store.record(-1 - request, REPLAY_OWNER, list(output))
+        return SuffixDrafter(self.vocab_limit, self.device, self.target_name, self.tree_shape, self.max_tree_depth,
+                             self.store.limit, self.max_spec_factor, self.min_token_prob, owner=REPLAY_OWNER,
+                             store=store)
 
     def propose(self, seq: list[int], k: int, context: ProposalContext) -> Proposal:
         tree = self._draft(seq, k, context, chain=True)

@@ -8,19 +8,19 @@ Invariants between steps, with seq = prompt + emitted tokens:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Iterator, Optional
 
-from specdec.drafters.base import Drafter, ProposalContext, hidden_request
-from specdec.drafters.draft_model import as_drafter
 from specdec.engine.events import DecodeSettings, RunResult, StepEvent, TreeNode, check_settings
 from specdec.engine.gate import GATE
 from specdec.engine.metrics import measure_memory, start_memory_probe, summarize
+from specdec.engine.proposals import ProposalContext, hidden_request
 from specdec.engine.sampling import build_warpers, greedy_probabilities, probabilities
 from specdec.engine.schedules import Decision, KSchedule, make_schedule
 from specdec.engine.trace import drafted_tokens, final_token, top_tokens
 from specdec.engine.tree import shown_nodes
 from specdec.engine.verify import (
+    GreedyVerifier,
     SampledVerifier,
     Verdict,
     greedy_choices,
@@ -35,6 +35,9 @@ from specdec.models.prompting import check_context
 from specdec.runners.threads import model_threads, threads_for_step
 
 import torch
+
+if TYPE_CHECKING:  # the engine calls drafters through engine/proposals.py's interface alone
+    from specdec.drafters.base import Drafter
 
 
 @dataclass
@@ -59,12 +62,14 @@ class Generation:
     """Iterate for StepEvents as they happen; result() for text, ids, events and metrics.
 
     draft: None runs the target-only baseline through the same model-call code and warping; a
-    Drafter proposes tokens; a LoadedModel is the draft-model drafter (same tokenizer).
+    Drafter proposes tokens (planning/run.start makes one of a draft model, or of `auto`'s plan).
     ignore_eos: run on past end-of-text tokens (timing baselines that must match another run's length);
     `eos_ids`, the ids that end the run, is public and may also be emptied before the first step.
     schedule: a KSchedule to use instead of settings.k_schedule's (a plan's auto schedule, probes, tests).
     label, plan: what the run reports as its draft and the plan that chose it (planning/run.py plans `auto`
     before a Generation exists); by default the drafter's own name and no plan.
+    sampled_verifier, greedy_verifier: the verification rules (the real ones by default); the "Is it exact?" check
+    passes a broken one on purpose (exactness/verifier_faults.py), never decoding.
     """
 
     def __init__(
@@ -76,6 +81,7 @@ class Generation:
         *,
         generator: Optional[torch.Generator] = None,
         sampled_verifier: SampledVerifier = verify_sampled,
+        greedy_verifier: Optional[GreedyVerifier] = None,
         top_n: int = 5,
         ignore_eos: bool = False,
         schedule: Optional[KSchedule] = None,
@@ -84,7 +90,13 @@ class Generation:
     ):
         check_settings(settings)
         self.target, self.settings = target, settings
-        self.drafter: Optional[Drafter] = as_drafter(target, draft)
+        if draft is not None and not callable(getattr(draft, "propose", None)):
+            raise TypeError(f"Generation needs a Drafter or None, not {type(draft).__name__}: start a run through "
+                            "specdec.start (planning/run.py), which makes a draft model into its drafter")
+        self.drafter: Optional[Drafter] = draft
+        # what a drafter that learns across requests had learnt as this run starts (None for the others): the run's
+        # record says so, and its timed repeats replay it (measure/speedup.py); taken before the engine's clock runs
+        self.learned = draft.snapshot() if getattr(draft, "learns_across_requests", False) else None
         self.draft_label = label or (self.drafter.name if self.drafter is not None else None)
         self.plan = plan
         self.sampling = settings.mode == "sampling"
@@ -97,14 +109,14 @@ class Generation:
         check_context(target, len(self.prompt_ids), settings.max_new_tokens)
         self.warpers = build_warpers(settings)
         self.generator = generator or _seeded_generator(settings.seed, target.device)
-        self.verify_sampled = sampled_verifier
+        self.verify_sampled, self.broken_greedy = sampled_verifier, greedy_verifier
         self.top_n = top_n
         self.eos_ids = () if ignore_eos else target.eos_token_ids
         self.schedule = schedule or make_schedule(settings.k_schedule, settings.k)
         # a tree drafter drafts trees (tree.py); sampled trees need the real multi-candidate verifier, so a run
         # with another verifier (verifier_faults.py) chains
         self.drafts_tree = self.drafter is not None and self.drafter.tree_shape is not None and (
-            not self.sampling or sampled_verifier is verify_sampled)
+            sampled_verifier is verify_sampled if self.sampling else greedy_verifier is None)
         # target KV room beyond the run's own tokens: K drafts, or a tree's nodes
         self.verify_slots = max(self.settings.k, self.drafter.tree_shape.nodes if self.drafts_tree else 0)
         self.context = ProposalContext(self.sampling, self.warpers, self.generator, self.schedule.stop_below)
@@ -141,11 +153,12 @@ class Generation:
             text=self.target.decode(self.token_ids),
             events=self.events,
             metrics=metrics,
-            settings=self.settings,
+            settings=replace(self.settings, k_schedule=self.schedule.name) if self.schedule.name else self.settings,
             target_name=self.target.name,
             draft_name=self.draft_label,
             auto=self.plan,
-            k_schedule=self.schedule.name,
+            draft_family=self.drafter.family if self.drafter is not None else None,
+            learned=self.learned,
         )
 
     # -- the loop ---------------------------------------------------------------------------
@@ -252,7 +265,8 @@ class Generation:
         rows [>= k, V], None when k = 0. Greedy p is the softmax of the raw logits; sampling p is warped."""
         q = logits.new_zeros((0, logits.shape[-1])) if not draft_ids else q[: len(draft_ids)]
         if not self.sampling:
-            return verify_greedy(draft_ids, logits), greedy_probabilities(logits, self._threads(len(logits))), q
+            verdict = (self.broken_greedy or verify_greedy)(draft_ids, logits)
+            return verdict, greedy_probabilities(logits, self._threads(len(logits))), q
         p = probabilities(logits, self.warpers)
         ids = torch.tensor(draft_ids, dtype=torch.long, device=logits.device)
         return self.verify_sampled(ids, p, q, self.generator), p, q
@@ -316,10 +330,6 @@ def cut_at_stop(candidates: list[int], eos_ids: tuple[int, ...], remaining: int)
         if token in eos_ids:
             return candidates[: i + 1], "eos"
     return candidates[:remaining], None
-
-
-def generate(target, draft, prompt_ids: list[int], settings: DecodeSettings = DecodeSettings(), **kwargs) -> RunResult:
-    return Generation(target, draft, prompt_ids, settings, **kwargs).result()
 
 
 def _checked_prompt(prompt_ids: list[int], vocab_limit: int) -> list[int]:

@@ -23,7 +23,7 @@ The vocabulary, fixed here and used in code, UI labels, docs and exports:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from specdec.errors import InvalidSettingsError
 
@@ -276,11 +276,26 @@ class RunResult:
     text: Optional[str]  # None when the model has no tokenizer
     events: list[StepEvent]
     metrics: RunMetrics
-    settings: DecodeSettings
+    settings: DecodeSettings  # as the run ran them: k_schedule is the schedule that chose each step's K (a planned
+    # run's "auto", whatever was asked; a test's unnamed schedule leaves the asked one)
     target_name: str = ""
     draft_name: Optional[str] = None  # None: target-only baseline; "auto": planned (its choice in `auto`)
     auto: Optional[dict] = None  # the `auto` plan's choice: planning.choice.AutoChoice.to_dict()
-    k_schedule: str = ""  # the K schedule that ran (the plan's "auto" for a planned run; else the settings')
+    draft_family: Optional[str] = None  # the family of the drafter that drafted (auto's pick for a planned run)
+    learned: Any = None  # a drafter that learns across requests: what it had learnt as the run started
+    # (drafters.base.LearnedState: earlier requests, tokens, fingerprint); None for every other drafter
+
+    @property
+    def drafted_by(self) -> Optional[str]:
+        """The drafter that drafted: the draft's name, or the drafter `auto` picked for a planned run."""
+        if self.auto:
+            return self.auto.get("drafter") or self.draft_name
+        return self.draft_name
+
+    @property
+    def k_schedule(self) -> str:
+        """The K schedule that ran."""
+        return self.settings.k_schedule
 
     def to_dict(self) -> dict:
         return {
@@ -293,5 +308,6 @@ class RunResult:
             "steps": [e.to_dict() for e in self.events],
             "metrics": self.metrics.to_dict(),
             "auto": self.auto,
-            "k_schedule": self.k_schedule,
+            "draft_family": self.draft_family,
+            "learned": self.learned.to_dict() if self.learned is not None else None,
         }

@@ -24,6 +24,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from specdec.runners.tree_attention import depths
+
 import torch
 
 MAX_TREE_DEPTH = 12  # a tree drafter drafts at most this many levels, whatever K asks (its cache room)
@@ -134,27 +136,6 @@ class GrowingTree:
             return full
 
         return TreeProposal([self.ids[i] for i in kept], parents, q_rows)
-
-
-def depths(parents: list[int]) -> list[int]:
-    """[N] depth of each node (the root's children have depth 1)."""
-    out: list[int] = []
-    for parent in parents:
-        out.append(1 if parent < 0 else out[parent] + 1)
-    return out
-
-
-def ancestor_mask(parents: list[int], device=None) -> torch.Tensor:
-    """[N + 1, N + 1] bool over root + nodes: row j may attend column i (i is j, or an ancestor of j)."""
-    n = len(parents)
-    mask = torch.zeros(n + 1, n + 1, dtype=torch.bool)
-    mask[:, 0] = True
-    for node, parent in enumerate(parents):
-        row = node + 1
-        if parent >= 0:
-            mask[row] = mask[parent + 1]
-        mask[row, row] = True
-    return mask.to(device) if device is not None else mask
 
 
 def select_nodes(parents: list[int], scores: list[float], limit: int) -> list[int]:

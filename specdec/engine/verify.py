@@ -147,3 +147,4 @@ def verify_tree_sampled(ids: list[int], parents: list[int], p: torch.Tensor, q_r
 
 
 SampledVerifier = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Optional[torch.Generator]], Verdict]
+GreedyVerifier = Callable[[list, torch.Tensor], Verdict]  # (draft ids [k], raw target logits [k + 1, V])

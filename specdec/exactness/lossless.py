@@ -56,6 +56,8 @@ class GreedyCheck:
     cause: str  # one sentence: why they agree, or the likely reason they differ
     dtype: str
     stopped: bool = False
+    verifier: str = REAL  # the verifier the speculative side ran (a broken one's greedy form, or the real rule)
+    rule: str = ""  # one sentence on which rule the greedy side ran and why, when a broken verifier was chosen
 
     @property
     def identical(self) -> bool:
@@ -112,11 +114,13 @@ class SamplingCheck:
 # --- greedy ------------------------------------------------------------------------------------
 
 def compare_greedy(target, drafter, prompt_ids: list[int], settings: DecodeSettings,
-                   should_stop: Callable[[], bool] = lambda: False) -> Iterator[Progress]:
-    """Generator: both greedy runs with the settings' K, schedule and max new tokens; returns a GreedyCheck."""
-    greedy = replace(settings, temperature=0.0)
-    runs = [start(target, drafter, prompt_ids, greedy, top_n=2), start(target, None, prompt_ids, greedy,
-                                                                                  top_n=2)]
+                   should_stop: Callable[[], bool] = lambda: False, verifier: str = REAL) -> Iterator[Progress]:
+    """Generator: both greedy runs with the settings' K, schedule and max new tokens, the speculative one under
+    `verifier`'s greedy form (a broken verifier that has one breaks greedy output too: that is its lesson; one that
+    has none runs the real greedy rule, and the check says so); returns a GreedyCheck."""
+    greedy, choice = replace(settings, temperature=0.0), choose_verifier(verifier)
+    runs = [start(target, drafter, prompt_ids, greedy, top_n=2, greedy_verifier=choice.greedy),
+            start(target, None, prompt_ids, greedy, top_n=2)]
     stopped = False
     for run in runs:
         if stopped:
@@ -132,8 +136,28 @@ def compare_greedy(target, drafter, prompt_ids: list[int], settings: DecodeSetti
     if first is None and len(spec) != len(alone) and not stopped:
         first = min(len(spec), len(alone))
     dtype = dtype_name(getattr(target, "dtype", "")) or "unknown"
+    if choice.greedy is None:
+        cause = explain_difference(first, runs[1].events, dtype, len(spec))
+    elif first is not None:
+        cause = (f"The verifier keeps drafted tokens that are not the target's argmax ({choice.name}): greedy output "
+                 "is no longer the target's, as the broken rule predicts.")
+    else:
+        cause = (f"Identical here although the verifier keeps every drafted token ({choice.name}): every token the "
+                 "drafter proposed was the target's argmax. A weaker drafter or a larger K shows the break.")
     return GreedyCheck([target.token_text(t) for t in spec], [target.token_text(t) for t in alone], spec, alone, first,
-                       explain_difference(first, runs[1].events, dtype, len(spec)), dtype, stopped)
+                       cause, dtype, stopped, choice.name, greedy_rule(choice))
+
+
+def greedy_rule(choice) -> str:
+    """Which rule the greedy comparison ran, in plain words, for a broken verifier ("" for the real one)."""
+    if choice.name == REAL:
+        return ""
+    if choice.greedy is not None:
+        return (f"Greedy, too, ran with '{choice.name}': at temperature 0 it keeps every drafted token, so the "
+                "output follows the drafter wherever it differs from the target's argmax.")
+    return (f"'{choice.name}' changes only how a sampled draft is accepted or corrected; at temperature 0 a drafted "
+            "token is kept exactly when it is the target's argmax, so the greedy check ran the real rule. The sampling "
+            "test below is the one that tests this fault.")
 
 
 def explain_difference(first: Optional[int], alone_events, dtype: str, compared: int) -> str:

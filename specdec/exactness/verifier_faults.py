@@ -13,14 +13,19 @@ deterministic drafter such as prompt lookup has a one-hot q at its drafted token
                              accept" for prompt lookup; a draft model whenever q differs from p
   one uniform for all        acceptance of consecutive drafts becomes correlated: only the second and
                              later tokens change, so it needs two tokens per draw and K >= 2
+At temperature 0 verification keeps a drafted token exactly when it is the target's argmax, and only one of these
+faults has a greedy form: "always accept the draft" keeps every drafted token there too, so greedy output stops being
+the target's (broken_greedy_verifier). The others change how a sampled draft is accepted or corrected, which greedy
+decoding never does: for them the greedy check runs the real rule and says so (VerifierChoice.greedy is None).
 "Accept with p/q uncapped" is not among them: u < p/q and u < min(1, p/q) agree for every u < 1, so
 the capped and uncapped rules draw the same tokens (only the reported acceptance probability differs).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
-from specdec.engine.verify import SampledVerifier, Verdict, verify_sampled
+from specdec.engine.verify import GreedyVerifier, SampledVerifier, Verdict, greedy_choices, verify_sampled
 from specdec.errors import InvalidSettingsError
 
 import torch
@@ -52,11 +57,20 @@ def broken_verifier(*, accept: str = "p/q", residual: str = "p-q", uniforms: str
     return verifier
 
 
+def always_accept_greedy(draft_ids: list[int], target_logits: torch.Tensor) -> Verdict:
+    """verify_greedy with its one rule broken: every drafted token is kept, whether or not it is the target's argmax;
+    the target's own token follows the last of them (a bonus)."""
+    k = len(draft_ids)
+    return Verdict(num_accepted=k, accept_probs=[1.0] * k, uniforms=[None] * k,
+                   next_token=greedy_choices(target_logits)[k], next_kind="bonus", next_distribution=None)
+
+
 @dataclass(frozen=True)
 class VerifierChoice:
     name: str
     verifier: SampledVerifier
     explanation: str  # one sentence: what it does wrong (or right)
+    greedy: Optional[GreedyVerifier] = None  # its greedy form; None: the real greedy rule (the fault is sampling's)
 
 
 REAL = "real verifier"
@@ -65,7 +79,8 @@ CHOICES = {c.name: c for c in (
     VerifierChoice(REAL, verify_sampled, "accepts d with probability min(1, p(d)/q(d)) and corrects a rejection "
                                          "from norm(max(0, p − q)): the output follows p exactly"),
     VerifierChoice(ALWAYS_ACCEPT, broken_verifier(accept="always"),
-                   "keeps every drafted token: the output follows the drafter's q, not the target's p"),
+                   "keeps every drafted token: the output follows the drafter's q, not the target's p (greedy: the "
+                   "drafter's tokens, not the target's argmax)", greedy=always_accept_greedy),
     VerifierChoice("skip the residual correction (resample from p)", broken_verifier(residual="p"),
                    "after a rejection draws from p instead of norm(max(0, p − q)): drafted tokens come out too "
                    "often (with prompt lookup visible only where p(d) is not tiny)"),

@@ -24,11 +24,12 @@ from typing import Callable, Optional
 from specdec.errors import first_line
 from specdec.measure.bench import HF_GENERATE, OURS_BASE, Comparison, compare, run_ours, run_rounds, run_transformers
 from specdec.measure.device_presets import measure_bandwidth
+from specdec.measure.speedup import drafter_for_each_run
 from specdec.models import presets
 from specdec.models.dtypes import dtype_name
 from specdec.planning.choice import AUTO, k_and_schedule
+from specdec.process import describe_process
 from specdec.runners import machine_records, tuning
-from specdec.serving.process import describe_process
 
 import torch
 import transformers
@@ -123,7 +124,8 @@ def measure_suite(target, drafters: dict[str, Callable[[], object]], ids: list[i
             report.skipped.append(f"{name}: {first_line(exc)}")
             continue
         engine = f"ours: {name}"
-        run = lambda d=drafter: run_ours(target, d, ids, k_max, max_new_tokens, k_schedule=schedule)  # noqa: E731
+        each_run = drafter_for_each_run(drafter)  # a drafter that learns across requests: every run from one snapshot
+        run = lambda d=each_run: run_ours(target, d(), ids, k_max, max_new_tokens, k_schedule=schedule)  # noqa: E731
         samples = run_rounds({engine: run, OURS_BASE: base}, repeats)
         report.rows.append(row(samples, engine, OURS_BASE, k))
     return report

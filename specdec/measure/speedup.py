@@ -16,55 +16,17 @@ one pair and tightens it. Engine-side only: imports neither gradio nor plotly (n
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, ContextManager, Hashable, Iterator, Optional
 
 from specdec.engine.gate import GATE
 from specdec.engine.theory import baseline_step_costs, median, speculative_step_costs
+from specdec.measure.intervals import CONFIDENCE, median_interval, pairs_for_interval
 
-CONFIDENCE = 0.95
 SAME_TOKENS_RULE = ("both runs time the same number of new tokens: the speculative run stops where it stops "
                     "(max new tokens or end of text) and the target-only run produces exactly as many, "
                     "continuing past an end-of-text token of its own")
-
-
-# --- statistics ---------------------------------------------------------------------------------------
-
-def _binomial_tail(n: int, j: int) -> float:
-    """P(X <= j) for X ~ Binomial(n, 1/2)."""
-    return sum(math.comb(n, i) for i in range(j + 1)) / 2 ** n
-
-
-def median_interval_ranks(n: int, confidence: float = CONFIDENCE) -> Optional[tuple[int, int]]:
-    """1-based ranks (lo, hi) of the order-statistic interval [x_(lo), x_(hi)] for the median of n
-    values: the narrowest symmetric one whose coverage 1 - 2 P(X <= lo - 1) is at least `confidence`
-    (X ~ Binomial(n, 1/2)); None when even [min, max] covers less (n < 6 at 95%)."""
-    best = None
-    for lo in range(1, n // 2 + 1):
-        if 1 - 2 * _binomial_tail(n, lo - 1) >= confidence:
-            best = (lo, n + 1 - lo)
-        else:
-            break
-    return best
-
-
-def median_interval(values, confidence: float = CONFIDENCE) -> Optional[tuple[float, float]]:
-    """Distribution-free interval for the median (no assumption about the shape of the noise)."""
-    values = sorted(values)
-    ranks = median_interval_ranks(len(values), confidence)
-    if ranks is None:
-        return None
-    return values[ranks[0] - 1], values[ranks[1] - 1]
-
-
-def pairs_for_interval(confidence: float = CONFIDENCE) -> int:
-    """The fewest pairs for which an interval exists at this confidence (6 at 95%)."""
-    n = 1
-    while median_interval_ranks(n, confidence) is None:
-        n += 1
-    return n
 
 
 # --- records --------------------------------------------------------------------------------------------
@@ -78,10 +40,15 @@ class Timing:
     seconds: float
     detail: Any = None
     result: Any = field(default=None, compare=False, repr=False)
+    target_forwards: Optional[int] = None  # a speculative run's target forwards (None: not known)
 
     @property
     def rate(self) -> Optional[float]:
         return self.tokens / self.seconds if self.seconds > 0 and self.tokens > 0 else None
+
+    @property
+    def tokens_per_forward(self) -> Optional[float]:
+        return self.tokens / self.target_forwards if self.target_forwards else None
 
 
 @dataclass(frozen=True)
@@ -109,9 +76,11 @@ class Estimate:
     follow_tokens_per_s: Optional[float]
     smallest: Optional[float]  # the range of the per-pair ratios
     largest: Optional[float]
-    state: str = "measuring"  # measuring | done | budget | stopped
+    state: str = "measuring"  # measuring | done | budget | stopped | fault
     confidence: float = CONFIDENCE
     same_tokens: bool = True  # every pair timed the same number of tokens on both sides
+    fault: Optional[str] = None  # why the timed runs are not a measurement of the run shown (state "fault")
+    bound: Optional[float] = None  # the most the ratio can be: the run's tokens per target forward (ShownRun)
 
     @property
     def final(self) -> bool:
@@ -123,14 +92,20 @@ class Estimate:
 
     @property
     def verdict(self) -> Optional[str]:
-        """"faster", "slower", "no measurable difference", or None before an interval exists."""
-        if not self.has_interval:
+        """"faster", "slower", "no measurable difference", or None before an interval exists or for a fault."""
+        if not self.has_interval or self.fault is not None:
             return None
         if self.low > 1.0:
             return "faster"
         if self.high < 1.0:
             return "slower"
         return "no measurable difference"
+
+    @property
+    def above_bound(self) -> bool:
+        """The median so far is above what the run's tokens per target forward allow (beyond noise): not a result
+        to show; a measurement that ends so, or whose interval lies above, is a fault (bound_fault)."""
+        return self.bound is not None and self.ratio is not None and self.ratio > self.bound * (1 + BOUND_SLACK)
 
     @property
     def relative_halfwidth(self) -> Optional[float]:
@@ -140,8 +115,13 @@ class Estimate:
 
     def describe(self) -> str:
         """'1.42×, 95% interval 1.37–1.48, 9 repeats' (or the range while too few pairs for an interval)."""
+        if self.fault is not None:
+            return f"no valid measurement: {self.fault}"
         if self.ratio is None:
             return "not measured yet"
+        if self.above_bound:
+            return (f"checking ({_repeats(self.repeats)} so far run faster than the run's {self.bound:.2f} tokens per "
+                    "target forward allow)")
         if self.has_interval:
             return (f"{self.ratio:.2f}×, {self.confidence:.0%} interval {self.low:.2f}–{self.high:.2f}, "
                     f"{_repeats(self.repeats)}")
@@ -167,6 +147,7 @@ class Measurement:
     confidence: float = CONFIDENCE
     lead_result: Any = None  # the latest pair's full run records (plots, exports)
     follow_result: Any = None
+    fault: Optional[str] = None  # set once a pair could not be a measurement of the run shown (check_pair)
 
     @property
     def repeats(self) -> int:
@@ -176,12 +157,18 @@ class Measurement:
         self.lead_result, self.follow_result = pair.lead.result, pair.follow.result
         self.pairs.append(Pair(replace(pair.lead, result=None), replace(pair.follow, result=None), pair.lead_first))
 
-    def estimate(self) -> Estimate:
-        return estimate(self.pairs, self.state if self.state != "new" else "measuring", self.confidence)
+    def estimate(self, shown: Optional["ShownRun"] = None) -> Estimate:
+        return estimate(self.pairs, self.state if self.state != "new" else "measuring", self.confidence, self.fault,
+                        shown)
 
 
-def estimate(pairs: list[Pair], state: str = "measuring", confidence: float = CONFIDENCE) -> Estimate:
+def estimate(pairs: list[Pair], state: str = "measuring", confidence: float = CONFIDENCE,
+             fault: Optional[str] = None, shown: Optional["ShownRun"] = None) -> Estimate:
+    """What `pairs` say. The bound on the ratio: the shown run's tokens per target forward, else the timed speculative
+    runs' own (their median), where known."""
     ratios = [p.ratio for p in pairs if p.ratio is not None]
+    bound = shown.tokens_per_forward if shown is not None else median(
+        p.lead.tokens_per_forward for p in pairs if p.lead.tokens_per_forward)
     interval = median_interval(ratios, confidence)
     return Estimate(
         ratio=median(ratios), low=interval[0] if interval else None, high=interval[1] if interval else None,
@@ -189,8 +176,59 @@ def estimate(pairs: list[Pair], state: str = "measuring", confidence: float = CO
         lead_tokens_per_s=median(p.lead.rate for p in pairs if p.lead.rate),
         follow_tokens_per_s=median(p.follow.rate for p in pairs if p.follow.rate),
         smallest=min(ratios, default=None), largest=max(ratios, default=None), state=state,
-        confidence=confidence, same_tokens=all(p.lead.tokens == p.follow.tokens for p in pairs),
+        confidence=confidence, same_tokens=all(p.lead.tokens == p.follow.tokens for p in pairs), fault=fault,
+        bound=bound,
     )
+
+
+# --- what a measurement is of --------------------------------------------------------------------------------
+
+BOUND_SLACK = 0.10  # timing noise allowed above the tokens-per-forward bound before the figure is a fault
+
+
+@dataclass(frozen=True)
+class ShownRun:
+    """The run a speedup is reported for. Its timed repeats must be runs of it: a deterministic run (greedy, or
+    sampled with a seed) decodes the same tokens in the same number of target forwards every time. And no
+    speculative run beats the target alone by more than its tokens per target forward: each of its target forwards
+    costs at least one target-only step (verifying K + 1 tokens costs no less than one), so a ratio above that,
+    beyond timing noise (BOUND_SLACK), is a fault of the measurement, never a result."""
+
+    token_ids: tuple
+    target_forwards: int
+    deterministic: bool
+
+    @classmethod
+    def of(cls, result) -> "ShownRun":
+        settings = result.settings
+        return cls(tuple(result.token_ids), result.metrics.target_forwards,
+                   settings.mode == "greedy" or settings.seed is not None)
+
+    @property
+    def tokens_per_forward(self) -> Optional[float]:
+        return len(self.token_ids) / self.target_forwards if self.target_forwards else None
+
+
+def pair_fault(pair: Pair, shown: Optional[ShownRun]) -> Optional[str]:
+    """Why this timed pair is not a repeat of the deterministic run shown (None: it is, or there is no such run)."""
+    result = pair.lead.result
+    if shown is None or not shown.deterministic or getattr(result, "metrics", None) is None:
+        return None
+    if tuple(result.token_ids) != shown.token_ids:
+        return "a timed repeat decoded other tokens than the run shown"
+    if result.metrics.target_forwards != shown.target_forwards:
+        return (f"a timed repeat took {result.metrics.target_forwards} target forwards for the "
+                f"{shown.target_forwards} of the run shown: its drafter did not draft what it drafted in the run shown")
+    return None
+
+
+def bound_fault(est: Estimate) -> Optional[str]:
+    """A ratio above the run's tokens per target forward (its bound) is a fault once the interval lies above it, or
+    the measurement ends with its median above it (beyond noise, BOUND_SLACK)."""
+    if not est.above_bound or not (est.final or (est.has_interval and est.low > est.bound * (1 + BOUND_SLACK))):
+        return None
+    return (f"the timed repeats ran {est.ratio:.2f}× the target alone, above the {est.bound:.2f} tokens per target "
+            "forward of the run, which no speculative run can beat")
 
 
 # --- when to stop -----------------------------------------------------------------------------------------
@@ -222,7 +260,9 @@ class Policy:
         return None
 
     def needs_more(self, measurement: Measurement) -> bool:
-        """A finished measurement is reused as it is; a new or stopped one is (re)started."""
+        """A finished or faulted measurement is reused as it is; a new or stopped one is (re)started."""
+        if measurement.state == "fault":
+            return False
         return measurement.state not in ("done", "budget") or measurement.repeats < self.floor_repeats
 
 
@@ -233,16 +273,19 @@ SWEEP = Policy(min_repeats=6, floor_repeats=3, max_repeats=12, tolerance=0.05, b
 def measure(lead: Callable[[], Timing], follow: Callable[[int], Timing], policy: Policy = INTERACTIVE, *,
             measurement: Optional[Measurement] = None, should_stop: Callable[[], bool] = lambda: False,
             clock: Callable[[], float] = time.monotonic,
-            exclusive: Callable[[], ContextManager] = GATE.exclusive) -> Iterator[Estimate]:
+            exclusive: Callable[[], ContextManager] = GATE.exclusive,
+            shown: Optional[ShownRun] = None) -> Iterator[Estimate]:
     """Generator: times (lead, follow) pairs, alternating which runs first, and yields the Estimate
     after each pair; the last one yielded is final (its state says why it ended). `follow(n)` must
     produce exactly n new tokens. A finished `measurement` is yielded once, unchanged; a stopped one
     is continued. Stop (should_stop) is checked before every run; a half-done pair is dropped. Each
     pair holds the process's compute gate exclusively (engine/gate.py): nothing else computes while
-    it is timed, and others' streamed steps get in between pairs."""
+    it is timed, and others' streamed steps get in between pairs. `shown`: the run the figure is for;
+    a pair that is not a repeat of it, or a ratio above its tokens per forward, ends the measurement
+    in state "fault" with the reason (pair_fault, bound_fault), and no figure is reported."""
     m = measurement if measurement is not None else Measurement()
     if not policy.needs_more(m):
-        yield m.estimate()
+        yield m.estimate(shown)
         return
     m.state, started = "measuring", clock()
     while True:
@@ -250,14 +293,18 @@ def measure(lead: Callable[[], Timing], follow: Callable[[int], Timing], policy:
             pair = _timed_pair(lead, follow, m, should_stop)
         if pair is None:
             m.state = "stopped"
-            yield m.estimate()
+            yield m.estimate(shown)
             return
+        fault = pair_fault(pair, shown)
         m.add(pair)
-        end = policy.end_state(m.estimate(), clock() - started)
+        end = policy.end_state(m.estimate(shown), clock() - started)
         if end is not None:
             m.state = end
-        yield m.estimate()
-        if end is not None:
+        fault = fault or bound_fault(m.estimate(shown))
+        if fault is not None:
+            m.fault, m.state = fault, "fault"
+        yield m.estimate(shown)
+        if end is not None or fault is not None:
             return
 
 
@@ -282,21 +329,36 @@ def model_name(model) -> Optional[str]:
     return None if model is None else getattr(model, "name", str(model))
 
 
-def config_key(target, draft, prompt_ids, settings) -> tuple:
-    """What a measurement depends on: target, draft (or drafter), device, dtype, the prompt's ids and
-    every decoding setting (the whole frozen DecodeSettings: K, its schedule, temperature, top-p/k,
-    max new tokens, seed, …)."""
-    return (model_name(target), str(getattr(target, "device", "")), str(getattr(target, "dtype", "")),
-            model_name(draft), tuple(int(i) for i in prompt_ids), settings)
+def config_key(target, draft, prompt_ids, settings, learned=None) -> tuple:
+    """What a measurement depends on: target, draft (or drafter), device, dtype, the prompt's ids, every
+    decoding setting (the whole frozen DecodeSettings: K, its schedule, temperature, top-p/k, max new tokens,
+    seed, …) and, for a drafter that learns across requests, what it had learnt (its LearnedState's fingerprint)."""
+    key = (model_name(target), str(getattr(target, "device", "")), str(getattr(target, "dtype", "")),
+           model_name(draft), tuple(int(i) for i in prompt_ids), settings)
+    return key if learned is None else (*key, learned.fingerprint)
 
 
-def engine_contestants(engine, target, draft, prompt_ids, settings) -> tuple[Callable, Callable]:
-    """(lead, follow) for `measure`: speculative decoding with `draft`, and the target alone.
+def drafter_for_each_run(draft, learned=None) -> Callable[[], Any]:
+    """The drafter each timed run uses: `draft` itself, or, for one that learns across requests, a fresh replay of
+    `learned` (its snapshot; taken now when None) per run, so every repeat starts from the same state and none
+    drafts from an earlier repeat's output (Drafter.replaying)."""
+    if not getattr(draft, "learns_across_requests", False):
+        return lambda: draft
+    state = learned if learned is not None else draft.snapshot()
+    return lambda: draft.replaying(state)
+
+
+def engine_contestants(engine, target, draft, prompt_ids, settings, learned=None) -> tuple[Callable, Callable]:
+    """(lead, follow) for `measure`: speculative decoding with `draft` (a drafter that learns across requests
+    replays `learned`, the state the run shown started from, in every timed run), and the target alone.
     `engine` is the specdec package (or a fake with the same Generation / generate)."""
+    drafter = drafter_for_each_run(draft, learned)
+
     def lead() -> Timing:
-        result = engine.generate(target, draft, prompt_ids, settings)
+        result = engine.generate(target, drafter(), prompt_ids, settings)
         return Timing(result.metrics.new_tokens, result.metrics.wall_time_s,
-                      speculative_step_costs(result.events, settings.k, settings.max_new_tokens), result)
+                      speculative_step_costs(result.events, settings.k, settings.max_new_tokens), result,
+                      result.metrics.target_forwards)
 
     def follow(tokens: int) -> Timing:
         # ignore_eos: the target-only run goes on past its own end-of-text to match the speculative count
@@ -310,22 +372,26 @@ def engine_contestants(engine, target, draft, prompt_ids, settings) -> tuple[Cal
 
 def measure_speedup(engine, target, draft, prompt_ids, settings, *, cache: Optional[dict] = None,
                     policy: Policy = INTERACTIVE, should_stop: Callable[[], bool] = lambda: False,
-                    remember: Optional[Callable] = None) -> Iterator[Estimate]:
+                    remember: Optional[Callable] = None, shown: Optional[ShownRun] = None,
+                    learned=None) -> Iterator[Estimate]:
     """Speculative vs target-only for one configuration, through the per-configuration cache: a
-    finished measurement is reused (the same figure everywhere), an unfinished one is continued."""
-    key = config_key(target, draft, prompt_ids, settings)
+    finished measurement is reused (the same figure everywhere), an unfinished one is continued.
+    shown / learned: the run the figure is for and its drafter's learnt state (measure, engine_contestants)."""
+    learned = learned if learned is not None or not getattr(draft, "learns_across_requests", False) \
+        else draft.snapshot()
+    key = config_key(target, draft, prompt_ids, settings, learned)
     cache = {} if cache is None else cache
     m = cache.get(key)
     if m is None:
         m = Measurement(key=key)
         (remember or _store)(cache, key, m)
-    lead, follow = engine_contestants(engine, target, draft, prompt_ids, settings)
-    yield from measure(lead, follow, policy, measurement=m, should_stop=should_stop)
+    lead, follow = engine_contestants(engine, target, draft, prompt_ids, settings, learned)
+    yield from measure(lead, follow, policy, measurement=m, should_stop=should_stop, shown=shown)
 
 
 def _store(cache: dict, key, value) -> None:
     cache[key] = value
 
 
-def cached(cache: dict, target, draft, prompt_ids, settings) -> Optional[Measurement]:
-    return cache.get(config_key(target, draft, prompt_ids, settings))
+def cached(cache: dict, target, draft, prompt_ids, settings, learned=None) -> Optional[Measurement]:
+    return cache.get(config_key(target, draft, prompt_ids, settings, learned))

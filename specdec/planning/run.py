@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from specdec.drafters import registry
+from specdec.drafters.draft_model import as_drafter
 from specdec.engine.decoding import Generation
 from specdec.engine.events import DecodeSettings, RunResult
 from specdec.engine.schedules import make_schedule
@@ -34,9 +35,10 @@ def draft_names(target_name: Optional[str] = None) -> list[str]:
 
 
 def start(target, draft, prompt_ids: list[int], settings: DecodeSettings = DecodeSettings(), **kwargs) -> Generation:
-    """A Generation of `draft` (None, a Drafter, a LoadedModel, or an AutoPlanner, planned here first)."""
+    """A Generation of `draft` (None, a Drafter, a LoadedModel: the draft-model drafter, or an AutoPlanner, planned
+    here first)."""
     if not isinstance(draft, AutoPlanner):
-        return Generation(target, draft, prompt_ids, settings, **kwargs)
+        return Generation(target, as_drafter(target, draft), prompt_ids, settings, **kwargs)
     plan = draft.plan(prompt_ids, settings)
     schedule = kwargs.pop("schedule", None) or make_schedule("auto", settings.k, plan.prior)
     return Generation(target, plan.drafter, prompt_ids, settings, schedule=schedule, label=AUTO,

@@ -9,5 +9,7 @@ rollback), and the fastest exact way to make them on this machine.
   packed_weights.py  CPU linear layers on packed weight copies
   threads.py         the thread count a step computes on
   cache_compat.py    the one place that knows transformers' cache API across releases
+  tree_attention.py  a tree draft's positions and attention mask in one forward
+  machine_records.py the machine key a measurement holds for, and the record files that keep it
   tuning.py          the measured choice of path (dtype, kernels, threads) per model and machine
 """

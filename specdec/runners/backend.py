@@ -20,7 +20,6 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-from specdec.engine.tree import ancestor_mask, depths
 from specdec.runners.cache_compat import (
     accepts_logits_to_keep,
     cache_argument_name,
@@ -29,6 +28,7 @@ from specdec.runners.cache_compat import (
     crop_style,
 )
 from specdec.runners.threads import threads_for_model
+from specdec.runners.tree_attention import ancestor_mask, depths
 
 import torch
 from transformers import DynamicCache

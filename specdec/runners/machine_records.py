@@ -16,8 +16,8 @@ from typing import Optional
 
 from specdec import config
 from specdec.paths import cache_dir
+from specdec.process import describe_process
 from specdec.runners import native_kernels, packed_weights
-from specdec.serving.process import describe_process
 
 import torch
 

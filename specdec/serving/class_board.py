@@ -28,7 +28,7 @@ FILE_NAME = "specdec-class-board.json"
 
 
 @dataclass(frozen=True)
-class RunRecord:
+class BoardRun:
     label: str  # the exercise or example, or PRIVATE_LABEL
     config: str  # e.g. "smollm2-135m-eagle3 · K=4 · T=0" (never a prompt)
     acceptance_rate: Optional[float]
@@ -94,7 +94,7 @@ class ClassBoard:
         if self.path is not None and Path(self.path).exists():
             self._load()
 
-    def record_run(self, record: RunRecord) -> None:
+    def record_run(self, record: BoardRun) -> None:
         with self._lock:
             self.runs.append(record)
             self._save()
@@ -146,7 +146,7 @@ class ClassBoard:
     def _load(self) -> None:
         try:
             data = json.loads(Path(self.path).read_text())
-            self.runs = [RunRecord(**r) for r in data.get("runs", [])]
+            self.runs = [BoardRun(**r) for r in data.get("runs", [])]
             self.sweeps = [SweepRecord(**{**s, "speedups": {int(k): v for k, v in s["speedups"].items()}})
                            for s in data.get("sweeps", [])]
             self.reset_at = data.get("reset_at")

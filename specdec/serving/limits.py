@@ -13,6 +13,7 @@ Engine-side: imports neither gradio nor torch.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, fields, replace
 from typing import Mapping, Optional
 
@@ -131,15 +132,25 @@ ENVIRONMENT = {  # field -> its variable (what each accepts: specdec/config.py)
 }
 
 
-def is_public(env: Mapping[str, str]) -> bool:
-    """A Hugging Face Space (SPACE_ID set) or SPECDEC_PUBLIC=1; SPECDEC_PUBLIC=0 overrides a Space."""
+def public_by_rule(env: Mapping[str, str], flag: Optional[bool] = None) -> bool:
+    """The one rule for a deployment's being public: the operator's --public / --no-public flag when given, else
+    SPECDEC_PUBLIC (1 or 0), else whether this is a Hugging Face Space (SPACE_ID set)."""
+    if flag is not None:
+        return bool(flag)
     public = config.get("SPECDEC_PUBLIC", env)
     return bool(env.get("SPACE_ID")) if public is None else public
 
 
+def is_public() -> bool:
+    """Whether this process serves a public deployment: as the app was launched (configure), else by the rule on
+    the environment. Everything a visitor could type that the server acts on asks this: vLLM server URLs, model
+    folders and Hub ids, the suffix drafter's store shared across sessions."""
+    return _public if _public is not None else public_by_rule(os.environ)
+
+
 def limits_from_env(env: Mapping[str, str], public: bool | None = None) -> Limits:
     """The defaults for this kind of deployment, each overridden by its SPECDEC_* variable."""
-    base = PUBLIC if (is_public(env) if public is None else public) else LOCAL
+    base = PUBLIC if public_by_rule(env, public) else LOCAL
     changes = {name: config.get(variable, env) for name, variable in ENVIRONMENT.items()
                if config.is_set(variable, env)}
     return replace(base, **changes)
@@ -156,12 +167,16 @@ def describe(limits: Limits) -> str:
 
 
 _current = LOCAL
+_public: Optional[bool] = None  # the running app's deployment (configure); None: the rule on the environment
 
 
-def configure(limits: Limits) -> Limits:
-    """Sets the process-wide limits the app's callbacks check (launch.serve calls it once)."""
-    global _current
+def configure(limits: Limits, public: Optional[bool] = None) -> Limits:
+    """Sets the process-wide limits the app's callbacks check and, when given, whether the deployment is public
+    (launch.serve calls it once, with the flag's outcome)."""
+    global _current, _public
     _current = limits
+    if public is not None:
+        _public = bool(public)
     return limits
 
 

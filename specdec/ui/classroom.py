@@ -17,7 +17,7 @@ from specdec.measure.speedup import Policy, config_key, engine_contestants, meas
 from specdec.measure.sweep import remember
 from specdec.models.presets import all_model_choices
 from specdec.planning.run import draft_names
-from specdec.serving.class_board import PRIVATE_LABEL, ClassBoard, RunRecord, SweepRecord, board_path
+from specdec.serving.class_board import PRIVATE_LABEL, BoardRun, ClassBoard, SweepRecord, board_path
 from specdec.serving.shared_measurements import Progress, SharedMeasurements, normal_text
 from specdec.serving.shared_runs import SharedRuns, Viewer
 
@@ -90,7 +90,7 @@ class Classroom:
         """A finished run on the board: its label (or the private row), configuration and numbers."""
         measured = estimate is not None and estimate.repeats and estimate.state in ("done", "budget")
         metrics = result.metrics
-        self.board.record_run(RunRecord(
+        self.board.record_run(BoardRun(
             self.label(prompt_text) or PRIVATE_LABEL, config_label(result.draft_name or "none", result.settings),
             metrics.acceptance_rate, metrics.tokens_per_forward, estimate.ratio if measured else None, time.time()))
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
 
-from specdec.serving.limits import ENVIRONMENT, Limits, is_public, limits_from_env, parse_limit
+from specdec.serving.limits import ENVIRONMENT, Limits, limits_from_env, parse_limit, public_by_rule
 from specdec.ui.guard import harden_inputs
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,8 @@ def resolve_limits(options: argparse.Namespace, env: Mapping[str, str]) -> Limit
 
 
 def public_deployment(options: argparse.Namespace, env: Mapping[str, str]) -> bool:
-    return is_public(env) if getattr(options, "public", None) is None else bool(options.public)
+    """The one rule (serving.limits.public_by_rule) with the --public / --no-public flag."""
+    return public_by_rule(env, getattr(options, "public", None))
 
 
 def apply_limits(demo, limits: Limits) -> dict:

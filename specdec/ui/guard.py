@@ -28,7 +28,7 @@ from specdec.serving.limits import (
     check_sweep_size,
     current,
 )
-from specdec.ui.callbacks import error_update
+from specdec.ui.lab import error_update
 from specdec.ui.views.render import render_status
 
 import gradio as gr

@@ -20,9 +20,9 @@ from specdec.measure.speedup import INTERACTIVE
 from specdec.models import fetch, loading
 from specdec.paths import REPO_ROOT
 from specdec.serving.limits import configure, describe
-from specdec.ui.callbacks import Lab
 from specdec.ui.deploy import add_limit_flags, apply_limits, public_deployment, resolve_limits, start_cleaner
 from specdec.ui.preload import PRELOAD, preload_in_background
+from specdec.ui.tabs.generate.callbacks import Lab
 
 log = logging.getLogger(__name__)
 ROOT = REPO_ROOT
@@ -55,7 +55,7 @@ def parse_options(argv: list[str] | None = None, env: Mapping[str, str] = os.env
     add_limit_flags(parser)
     options = parser.parse_args(argv)
     try:
-        public = public_deployment(options, env)
+        public = options.public = public_deployment(options, env)
         if options.allow_local_paths is None:
             allowed = config.get("SPECDEC_ALLOW_LOCAL_PATHS", env)
             options.allow_local_paths = not public if allowed is None else allowed
@@ -69,7 +69,8 @@ def serve(options: argparse.Namespace, lab: Lab | None = None, block: bool = Tru
     """Builds the app and launches it; returns (demo, local URL) when block is False."""
     from specdec.ui.layout import LAUNCH_KWARGS, build_app
 
-    limits = configure(options.limits)  # the callbacks' guard reads them (guard.py)
+    # the callbacks' guard reads the limits (guard.py); every check of a public deployment asks serving.limits.is_public
+    limits = configure(options.limits, public=getattr(options, "public", None))
     loading.set_cache_budget(limits.model_cache_gb)
     log.info("limits: %s", describe(limits))
     log.info("%s", fetch.describe_cache())

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from specdec.models import fetch, presets
-from specdec.ui.callbacks import Lab, make_settings
 from specdec.ui.defaults import default_draft
+from specdec.ui.lab import LabCore, make_settings
 from specdec.ui.models import describe_error
 
 log = logging.getLogger("specdec.ui.launch")  # the app's log lines keep their logger name
@@ -35,7 +35,7 @@ class PreloadState:
 PRELOAD = PreloadState()
 
 
-def warm_up(lab: Lab, target: str = presets.DEFAULT_TARGET, draft: str | None = None,
+def warm_up(lab: LabCore, target: str = presets.DEFAULT_TARGET, draft: str | None = None,
             state: PreloadState = PRELOAD, ensure: Callable = fetch.ensure_model) -> None:
     """Fetches PRELOAD_FETCH, then loads the pair into the shared (read-only) model cache and runs a few
     tokens (draft: the app's default, defaults.py's measured drafter at its K; `auto` as a draft would measure
@@ -75,7 +75,7 @@ def fetch_first(state: PreloadState, pair: tuple[str, str], ensure: Callable) ->
     return None
 
 
-def load_and_run(lab: Lab, target: str, draft: str, state: PreloadState) -> tuple[str, str]:
+def load_and_run(lab: LabCore, target: str, draft: str, state: PreloadState) -> tuple[str, str]:
     """Loads the target and its drafter (a draft model, prompt lookup, …) as a Run would, then runs 8 tokens."""
     t = lab.load(target, progress=state.say)
     d = lab.engine.load_drafter(draft, t, load_model=lab.load, progress=state.say)
@@ -116,7 +116,7 @@ def preload_update(session=None, state: PreloadState = PRELOAD) -> dict:
     return update
 
 
-def preload_in_background(lab: Lab) -> threading.Thread:
+def preload_in_background(lab: LabCore) -> threading.Thread:
     thread = threading.Thread(target=warm_up, args=(lab,), name="specdec-preload", daemon=True)
     thread.start()
     return thread

@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 
 from specdec.engine.schedules import SCHEDULES
 from specdec.models import presets
-from specdec.ui.tabs.exercises import EXERCISES, Exercise, find_exercise
+from specdec.ui.exercises import EXERCISES, Exercise, find_exercise
 
 
 @dataclass(frozen=True)

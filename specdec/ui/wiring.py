@@ -13,7 +13,7 @@ from specdec.ui.run_ids import RUN_JS, STOP_JS, tied_to_run
 import gradio as gr
 
 if TYPE_CHECKING:
-    from specdec.ui.callbacks import Lab
+    from specdec.ui.lab import LabCore
 
 DEVICE = "device"  # Race, Sweep, Is it exact? and Why this speedup? share this queue slot: one at a time
 # Generate runs up to this many requests at once (a class of 30 and some): their steps and timed pairs take turns
@@ -67,7 +67,7 @@ def on(trigger, fn, inputs, outputs: dict, gpu_s: int | None = None, run_id=None
     return trigger(wrapped, inputs=inputs, outputs=components, **kwargs)
 
 
-def on_stop(trigger, lab: Lab, session, run_id, run_name: str, outputs: dict, **kwargs):
+def on_stop(trigger, lab: LabCore, session, run_id, run_name: str, outputs: dict, **kwargs):
     """A Stop button for the timed run registered as api_name=run_name: it sends the id of that run as started
     last in this page (RUN_JS) and stops only that run."""
     return on(trigger, lab.stop, [session, run_id], outputs, js=STOP_JS % run_name, concurrency_limit=None,

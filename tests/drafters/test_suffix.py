@@ -26,8 +26,8 @@ def fresh_stores(monkeypatch):
     """Each test starts with no earlier requests, on a local deployment, outside the app (no session owner)."""
     monkeypatch.setattr(suffix, "STORES", {})
     monkeypatch.setattr(suffix, "owner_source", None)
-    for name in ("SPACE_ID", "SPECDEC_PUBLIC", suffix.SHARED_STORE):
-        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(suffix, "public_source", lambda: False)
+    monkeypatch.delenv(suffix.SHARED_STORE, raising=False)
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +146,7 @@ def drafted(drafter: SuffixDrafter, prompt: list[int]) -> list[int]:
 
 def sessions(public: bool, monkeypatch, shared: bool = False):
     if public:
-        monkeypatch.setenv("SPACE_ID", "lab/space")
+        monkeypatch.setattr(suffix, "public_source", lambda: True)
     if shared:
         monkeypatch.setenv(suffix.SHARED_STORE, "1")
     return [SuffixDrafter(16, torch.device("cpu"), "privacy-target", owner=owner) for owner in ("alice", "bob")]
@@ -166,7 +166,7 @@ def test_an_operator_can_share_the_store_across_sessions_on_a_public_deployment(
 
 
 def test_a_public_request_without_a_session_neither_records_nor_reads_the_store(monkeypatch):
-    monkeypatch.setenv("SPACE_ID", "lab/space")
+    monkeypatch.setattr(suffix, "public_source", lambda: True)
     anonymous = SuffixDrafter(16, torch.device("cpu"), "privacy-target")
     learn(anonymous, [1, 2], SECRET)
     assert suffix.STORES["privacy-target"].entries == {}

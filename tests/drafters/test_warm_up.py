@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from specdec import DecodeSettings
 from specdec.drafters.registry import build_drafter, load_drafter
-from specdec.engine.decoding import generate
+from specdec.planning.run import generate
 from specdec.engine.tree import TreeShape
 from specdec.runners import packed_weights
 

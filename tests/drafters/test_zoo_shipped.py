@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from specdec import DecodeSettings
 from specdec.drafters.registry import TREES
-from specdec.engine.decoding import generate
+from specdec.planning.run import generate
 
 import pytest
 

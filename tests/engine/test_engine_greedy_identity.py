@@ -1,5 +1,5 @@
 """Greedy speculative decoding emits exactly the target's own greedy tokens (float32)."""
-from specdec import DecodeSettings, Generation, generate, load_model
+from specdec import DecodeSettings, generate, load_model, start
 
 import pytest
 import torch
@@ -82,7 +82,7 @@ def test_eos_inside_a_draft_ends_generation_at_once(eos_inside_draft):
 def test_greedy_output_is_unchanged_while_speculation_switches_off_and_on(pair, k):
     """The auto schedule's plain steps (off), K = 1 probes and speculative steps, mixed all run long."""
     target, draft = pair
-    run = Generation(target, draft, PROMPT, DecodeSettings(k=k, max_new_tokens=NEW_TOKENS), schedule=FlappingSchedule(k))
+    run = start(target, draft, PROMPT, DecodeSettings(k=k, max_new_tokens=NEW_TOKENS), schedule=FlappingSchedule(k))
     result = run.result()
     assert decisions(result.events) == {"speculate", "off", "probe"}
     assert result.token_ids == hf_greedy(target, PROMPT, NEW_TOKENS)

@@ -1,5 +1,5 @@
 """Step events describe exactly what was emitted, and metrics follow from them."""
-from specdec import DecodeSettings, Generation, generate, load_model
+from specdec import DecodeSettings, generate, load_model, start
 
 import pytest
 
@@ -106,7 +106,7 @@ def test_memory_report_counts_weights_and_kv_cache(models):
 
 def test_stopping_early_keeps_what_was_produced(models):
     target, draft = models
-    run = Generation(target, draft, PROMPT, SETTINGS[0])
+    run = start(target, draft, PROMPT, SETTINGS[0])
     first = next(run)
     run.close()
     result = run.result()

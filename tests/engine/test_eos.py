@@ -10,7 +10,7 @@ seed 0; a correct engine fails a given test with probability 0.001).
 """
 from collections import Counter
 
-from specdec import DecodeSettings, Generation, generate
+from specdec import DecodeSettings, generate, start
 from specdec.drafters.prompt_lookup import PromptLookupDrafter
 
 import pytest
@@ -107,7 +107,7 @@ def test_eos_as_the_last_allowed_token_is_reported_as_eos(mode):
 
 
 def test_a_generation_that_stopped_at_eos_yields_no_further_event():
-    generation = Generation(TARGET, TARGET, PROMPT, DecodeSettings(k=1, max_new_tokens=12))
+    generation = start(TARGET, TARGET, PROMPT, DecodeSettings(k=1, max_new_tokens=12))
     events = list(generation)
     assert events[-1].stop_reason == "eos"
     assert next(generation, None) is None and generation.token_ids == EXPECTED
@@ -153,7 +153,7 @@ def test_sampled_eos_comes_by_every_path(drafter):
     generator = torch.Generator().manual_seed(0)
     paths = Counter()
     for _ in range(1_000):
-        last = list(Generation(target, draft, prompt, EOS_SETTINGS, generator=generator, top_n=0))[-1]
+        last = list(start(target, draft, prompt, EOS_SETTINGS, generator=generator, top_n=0))[-1]
         if last.stop_reason == "eos":
             paths[last.final.kind if last.final is not None else "accepted"] += 1
     assert all(paths[kind] >= 20 for kind in expected), paths

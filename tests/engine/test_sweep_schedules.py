@@ -10,17 +10,11 @@ from specdec.measure.sweep import (
     parse_schedules,
     plan_sweep,
 )
-from specdec.ui.callbacks import Lab
 from specdec.ui.session import Session
-from specdec.ui.tabs.sweep_run import (
-    best_summary,
-    heatmap_figure,
-    speedup_figure,
-    sweep,
-    sweep_dataframe,
-    sweep_update,
-)
+from specdec.ui.tabs.generate.callbacks import Lab
+from specdec.ui.tabs.sweep.callbacks import sweep
 from specdec.ui.views.memory_plots import pareto_figure
+from specdec.ui.views.sweep import best_summary, heatmap_figure, speedup_figure, sweep_dataframe, sweep_update
 
 import pandas as pd
 import pytest

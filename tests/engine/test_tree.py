@@ -6,7 +6,8 @@ from specdec import DecodeSettings
 from specdec.drafters.base import ProposalContext
 from specdec.engine.decoding import Generation
 from specdec.engine.sampling import build_warpers
-from specdec.engine.tree import TreeShape, ancestor_mask, depths, greedy_path, select_nodes, shown_nodes
+from specdec.engine.tree import TreeShape, greedy_path, select_nodes, shown_nodes
+from specdec.runners.tree_attention import ancestor_mask, depths
 from specdec.runners.backend import HFEagerRunner
 
 import pytest

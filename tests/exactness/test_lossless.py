@@ -225,3 +225,18 @@ def test_a_float32_difference_at_a_near_tie_is_called_a_near_tie():
 def test_a_difference_in_reduced_precision_is_put_down_to_numerics():
     cause = greedy(NearTieChain(torch.bfloat16)).cause
     assert cause.startswith("Likely reduced-precision numerics") and "bfloat16" in cause
+
+
+def test_always_accept_breaks_greedy_output_too():
+    """The broken verifier's lesson holds at temperature 0: it keeps the draft model's tokens where they are not the
+    target's argmax (the perturbed draft disagrees within a few tokens)."""
+    check = finish(compare_greedy(TARGET, drafter("draft model"), PROMPTS["draft model"],
+                                  replace(SETTINGS, max_new_tokens=12), verifier=ALWAYS_ACCEPT))
+    assert not check.identical and check.verifier == ALWAYS_ACCEPT
+    assert check.cause.startswith("The verifier keeps drafted tokens") and check.rule.startswith("Greedy, too")
+
+
+def test_a_sampling_only_fault_says_the_greedy_check_ran_the_real_rule():
+    check = finish(compare_greedy(TARGET, drafter("draft model"), PROMPTS["draft model"],
+                                  replace(SETTINGS, max_new_tokens=12), verifier="one uniform draw for all positions"))
+    assert check.identical and "ran the real rule" in check.rule

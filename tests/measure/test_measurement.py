@@ -1,5 +1,6 @@
 """specdec.measure.speedup: paired, interleaved, repeated timing; the median ratio and its 95% interval."""
 from specdec import DecodeSettings, generate, load_model
+from specdec.measure.intervals import median_interval, median_interval_ranks, pairs_for_interval
 from specdec.measure.speedup import (
     Measurement,
     Pair,
@@ -11,9 +12,6 @@ from specdec.measure.speedup import (
     measure,
     measure_speedup,
     median,
-    median_interval,
-    median_interval_ranks,
-    pairs_for_interval,
 )
 
 import pytest

@@ -5,11 +5,12 @@ from __future__ import annotations
 from specdec.engine.events import PEAK_CPU, DecodeSettings, MemoryReport
 from specdec.measure.speedup import Policy
 from specdec.measure.sweep import SweepRunner, pareto_front, plan_sweep
-from specdec.ui.callbacks import Lab
 from specdec.ui.session import Session
-from specdec.ui.tabs.sweep_run import sweep, sweep_dataframe, sweep_update
+from specdec.ui.tabs.generate.callbacks import Lab
+from specdec.ui.tabs.sweep.callbacks import sweep
 from specdec.ui.views import plots
 from specdec.ui.views.memory_plots import pareto_figure
+from specdec.ui.views.sweep import sweep_dataframe, sweep_update
 
 import pandas as pd
 import pytest

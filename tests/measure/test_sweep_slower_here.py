@@ -1,9 +1,9 @@
 """The Sweep and How it works call a drafter measured slower than target-only at every K "slower here"."""
 from dataclasses import replace
 
-from specdec.ui.tabs.sweep_run import SLOWER_HERE, best_summary, slower_here, theory_fit_html
+from specdec.ui.views.sweep import SLOWER_HERE, best_summary, slower_here, theory_fit_html
 
-from tests.ui.test_ui_sweep import rows_for
+from tests.ui.tabs.sweep.test_ui_sweep import rows_for
 
 
 def with_speedups(rows, intervals):

@@ -324,11 +324,12 @@ def test_auto_runs_the_chosen_drafter_and_keeps_greedy_output_exact(lab):
     assert result.token_ids == generate(target, None, ids, settings).token_ids
 
 
-def test_a_planned_run_records_the_auto_schedule_it_ran_not_the_settings_one(lab):
+def test_a_planned_run_records_the_auto_schedule_it_ran_in_its_settings_once(lab):
     target, _ = lab
     settings = DecodeSettings(k=4, max_new_tokens=8, k_schedule="constant")
     result = generate(target, lab_auto(target, 4.5), target.encode("def parse(argv):"), settings)
-    assert result.k_schedule == "auto" and result.to_dict()["k_schedule"] == "auto"
+    assert result.k_schedule == "auto" and result.to_dict()["settings"]["k_schedule"] == "auto"
+    assert "k_schedule" not in result.to_dict()  # the schedule that ran is said once, in the settings
 
 
 def test_a_run_with_a_named_drafter_records_the_settings_schedule(lab):
@@ -389,8 +390,8 @@ def test_the_cost_model_asks_for_a_drafter_instead_of_auto():
 
 
 def test_the_generate_callback_shows_the_auto_choice_and_speculation_off_on_the_cards():
-    from specdec.ui.callbacks import Lab
     from specdec.ui.session import Session
+    from specdec.ui.tabs.generate.callbacks import Lab
 
     from tests.ui_fakes import FakeEngine
 

@@ -1,13 +1,13 @@
 """The engine card: the path the measured `auto` chose for the target and the figures behind it."""
 from specdec.runners import tuning
 from specdec.runners.tuning import CandidateFigures, TunedPath
-from specdec.ui.callbacks import Lab
 from specdec.ui.session import Session
+from specdec.ui.tabs.generate.callbacks import Lab
 from specdec.ui.views.cards import _engine_card
 
 import pytest
 
-from tests.ui.test_ui_callbacks import ARGS
+from tests.ui.tabs.generate.test_ui_callbacks import ARGS
 from tests.ui_fakes import FakeEngine
 
 

@@ -57,7 +57,7 @@ def test_a_chain_token_attends_row_by_row_to_the_prefix_a_one_token_forward_sees
 
 
 def test_a_tree_node_attends_row_by_row_to_the_cache_its_ancestors_and_itself_in_depth_order():
-    from specdec.engine.tree import ancestor_mask
+    from specdec.runners.tree_attention import ancestor_mask
     from specdec.runners.static import visible_rows
 
     parents = [-1, -1, 0, 2]  # nodes 0 and 1 under the root, 2 under 0, 3 under 2

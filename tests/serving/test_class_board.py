@@ -1,9 +1,9 @@
 """The class results board: runs pooled per exercise and configuration, best K from pooled sweeps, reset, storage."""
-from specdec.serving.class_board import PRIVATE_LABEL, ClassBoard, RunRecord, SweepRecord, best_k, board_path
+from specdec.serving.class_board import PRIVATE_LABEL, ClassBoard, BoardRun, SweepRecord, best_k, board_path
 
 
 def run(label="Exercise 1", config="eagle3 · K=4 · T=0", acceptance=0.5, per_forward=2.0, speedup=1.4):
-    return RunRecord(label, config, acceptance, per_forward, speedup, at=0.0)
+    return BoardRun(label, config, acceptance, per_forward, speedup, at=0.0)
 
 
 def test_runs_of_one_exercise_and_configuration_pool_into_one_row():

@@ -3,13 +3,13 @@ own prompt stays private; every run reaches the class board (driven by a scripte
 import threading
 
 from specdec.serving.class_board import PRIVATE_LABEL
-from specdec.ui.callbacks import Lab
 from specdec.ui.session import Session
-from specdec.ui.tabs import board as board_tab
+from specdec.ui.tabs.board import callbacks as board_tab
+from specdec.ui.tabs.generate.callbacks import Lab
 
 import gradio as gr
 
-from tests.ui.test_ui_callbacks import ARGS
+from tests.ui.tabs.generate.test_ui_callbacks import ARGS
 from tests.ui_fakes import FakeEngine
 
 EXERCISE = "An exercise's prompt."

@@ -2,9 +2,9 @@
 the status line, and falls back to the bundled lab family (saying why) when the pair cannot be had; once a run has started, the
 status line is the run's."""
 from specdec.models.fetch import FetchError
-from specdec.ui.callbacks import Lab
 from specdec.ui.preload import FALLBACK_PAIR, PRELOAD_FETCH, PreloadState, preload_update, warm_up
 from specdec.ui.session import Session
+from specdec.ui.tabs.generate.callbacks import Lab
 
 import gradio as gr
 

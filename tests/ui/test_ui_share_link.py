@@ -3,8 +3,9 @@ settings reach the page, the tour's records come back from the browser's storage
 from types import SimpleNamespace
 
 from specdec.ui.session import Session
-from specdec.ui.share_link import LINKED, copy_link, page_load
-from specdec.ui.tabs.tour_state import Prediction, TourState, to_store
+from specdec.ui.share_link import LINKED, copy_link
+from specdec.ui.tabs.tour.callbacks import page_load
+from specdec.ui.tour_state import Prediction, TourState, to_store
 from specdec.ui.url_state import LinkSchema
 
 from tests.ui.test_ui_url_state import LIMITS

@@ -1,6 +1,6 @@
-"""The tour's records in the browser's storage (specdec/ui/tabs/tour_state.py): what is kept across a reload,
+"""The tour's records in the browser's storage (specdec/ui/tour_state.py): what is kept across a reload,
 and how anything unreadable is left out instead of raising."""
-from specdec.ui.tabs.tour_state import STORE_VERSION, Observation, Prediction, TourState, from_store, to_store
+from specdec.ui.tour_state import STORE_VERSION, Observation, Prediction, TourState, from_store, to_store
 
 import pytest
 

@@ -2,7 +2,7 @@
 every unknown or invalid parameter becomes a plain note instead of an error."""
 from urllib.parse import parse_qsl
 
-from specdec.ui.tabs.exercises import find_exercise
+from specdec.ui.exercises import find_exercise
 from specdec.ui.url_state import LinkSchema, decode_link, encode_link
 
 import pytest

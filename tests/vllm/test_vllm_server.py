@@ -165,8 +165,8 @@ def test_bad_servers_give_one_line_and_exit_2(servers, case):
 
 
 def test_generate_in_the_app_colours_vllms_tokens_and_measures_the_speedup(servers, monkeypatch):
-    from specdec.ui.callbacks import Lab
     from specdec.ui.session import Session
+    from specdec.ui.tabs.generate.callbacks import Lab
     from specdec.ui.vllm import engine as ui_vllm
 
     from tests.ui_fakes import FakeEngine
@@ -192,8 +192,8 @@ def test_generate_in_the_app_colours_vllms_tokens_and_measures_the_speedup(serve
 
 
 def _app_on(servers, monkeypatch):
-    from specdec.ui.callbacks import Lab
     from specdec.ui.session import Session
+    from specdec.ui.tabs.generate.callbacks import Lab
     from specdec.ui.vllm import engine as ui_vllm
 
     from tests.ui_fakes import FakeEngine
@@ -210,7 +210,7 @@ APP_ARGS = dict(clean_whitespace=False, target="", draft="", target_custom="", d
 
 
 def test_the_apps_race_runs_the_speculative_server_against_the_baseline(servers, monkeypatch):
-    from specdec.ui.tabs.race import run_race
+    from specdec.ui.tabs.race.layout import run_race
 
     lab, session = _app_on(servers, monkeypatch)
     updates = list(run_race(lab, session, prompt=PROMPTS[0], **APP_ARGS))
@@ -254,7 +254,7 @@ def test_the_cli_sweep_starts_measures_and_stops_one_server_per_setting(servers)
                     "(2.5-6 minutes on a 2-core CPU): set SPECDEC_VLLM_SWEEP_TEST=1 to run it")
 def test_the_apps_sweep_tab_starts_measures_and_stops_one_real_server_per_k(servers, monkeypatch):
     """The Sweep tab's callback (what its button runs) with the real launcher and venv: no scripted server."""
-    from specdec.ui.tabs.sweep import run_sweep
+    from specdec.ui.tabs.sweep.layout import run_sweep
 
     lab, session = _app_on(servers, monkeypatch)
     lab.sweep_policy = QUICK

@@ -49,7 +49,7 @@ def measure_all(out: Path, prompts_per_kind: int = PROMPTS_PER_KIND, log=print, 
     target, drafters, trees, chat_ids = _load(out, only)
     prompts = {k: [chat_ids(target.tokenizer, t) for t in v] for k, v in heldout_prompts(prompts_per_kind).items()}
     # warm-up (first calls allocate caches and pick kernels)
-    from specdec.engine.decoding import generate
+    from specdec.planning.run import generate
     from specdec.engine.events import DecodeSettings
 
     for d in [None, *drafters.values(), *trees.values()]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 def main() -> None:
     from specdec.drafters.registry import load_drafter
     from specdec.drafters.shipped import available
-    from specdec.engine.decoding import generate
+    from specdec.planning.run import generate
     from specdec.models.loading import load_model
 
     from tests.drafters import test_zoo_shipped as t

@@ -5,12 +5,13 @@ from html import escape
 
 from specdec.engine.events import RunMetrics
 from specdec.engine.theory import draft_capacity, expected_tokens_per_forward, measured_alpha
-from specdec.measure.speedup import pairs_for_interval
+from specdec.measure.intervals import pairs_for_interval
 from specdec.measure.sweep import THEORY_MIN_SHARE
 from specdec.models.memory import format_bytes
 
 
-def _card(label: str, value: str, sub: str = "", key: str = "") -> str:
+def metric_card(label: str, value: str, sub: str = "", key: str = "") -> str:
+    """One metric card (HTML): its label, value and sub-line; `key` names it (data-metric) for the CSS and tests."""
     return (f'<div class="card" data-metric="{key}"><div class="label">{escape(label)}</div>'
             f'<div class="value">{escape(value)}</div><div class="sub">{escape(sub)}</div></div>')
 
@@ -38,7 +39,7 @@ def verdict_text(est) -> str:
 def _speedup_card(est, note: str) -> str:
     label = "Speedup vs target-only (measured)"
     if est is None or est.ratio is None:
-        return _card(label, "…" if note else "–", note or "measured once the run ends", "speedup")
+        return metric_card(label, "…" if note else "–", note or "measured once the run ends", "speedup")
     verdict = verdict_text(est)
     return (f'<div class="card card-key" data-metric="speedup" data-verdict="{escape(est.verdict or "")}">'
             f'<div class="label">{escape(label)}</div><div class="value">{est.ratio:.2f}×</div>'
@@ -47,13 +48,13 @@ def _speedup_card(est, note: str) -> str:
 
 def _memory_card(memory) -> str:
     if memory is None:
-        return _card("Memory", "–", "reported when the run ends", "memory")
+        return metric_card("Memory", "–", "reported when the run ends", "memory")
     weights = memory.target_param_bytes + memory.draft_param_bytes
     kv = memory.target_kv_bytes + memory.draft_kv_bytes
     peak = memory.peak_device_bytes if memory.peak_device_bytes is not None else memory.process_rss_bytes
     peak_name = "peak device" if memory.peak_device_bytes is not None else "process RSS"
     sub = f"weights {format_bytes(weights)} + KV {format_bytes(kv)} · {peak_name} {format_bytes(peak)}"
-    return _card("Memory", format_bytes(weights + kv), sub, "memory")
+    return metric_card("Memory", format_bytes(weights + kv), sub, "memory")
 
 
 def alpha_note(events) -> str:
@@ -87,7 +88,7 @@ def _engine_card(path) -> str:
     if getattr(path, "threads_by_rows", None):  # new tokens per forward: the thread count measured fastest for them
         sub += " · " + ", ".join(f"{rows} new token{'s' if rows != '1' else ''}: {count} "
                                  f"thread{'s' if count != 1 else ''}" for rows, count in path.threads_by_rows.items())
-    return _card("Engine path (auto, measured)", value, sub, "engine")
+    return metric_card("Engine path (auto, measured)", value, sub, "engine")
 
 
 def auto_card(choice: dict | None, events) -> str:
@@ -114,7 +115,7 @@ def auto_card(choice: dict | None, events) -> str:
                      f"{f' ({probes} probes)' if probes else ''}; last: {off[-1].decision_why}")
     elif decided:
         lines.append(f"speculation on every step; last: {decided[-1].decision_why}")
-    return _card("Auto (drafter, K, on/off)", value, " · ".join(lines), "auto")
+    return metric_card("Auto (drafter, K, on/off)", value, " · ".join(lines), "auto")
 
 
 def render_cards(stats: RunMetrics, estimate=None, memory=None, note: str = "", theory: str = "",
@@ -127,12 +128,12 @@ def render_cards(stats: RunMetrics, estimate=None, memory=None, note: str = "", 
     rate, per_fwd, tps = stats.acceptance_rate, stats.tokens_per_forward, stats.tokens_per_s
     primary = [
         _speedup_card(estimate, note),
-        _card("Tokens per target forward", "–" if per_fwd is None else f"{per_fwd:.2f}",
+        metric_card("Tokens per target forward", "–" if per_fwd is None else f"{per_fwd:.2f}",
               f"{stats.new_tokens} tokens / {stats.target_forwards} forwards, bonus included (plain decoding: 1.00)",
               "tokens_per_forward"),
-        _card("Acceptance rate (accepted / drafted)", "–" if rate is None else f"{rate:.0%}",
+        metric_card("Acceptance rate (accepted / drafted)", "–" if rate is None else f"{rate:.0%}",
               f"{stats.accepted_tokens} of {stats.drafted_tokens} drafted tokens{alpha}", "acceptance"),
-        _card("Tokens / s (this streamed run)", "–" if tps is None else f"{tps:.1f}",
+        metric_card("Tokens / s (this streamed run)", "–" if tps is None else f"{tps:.1f}",
               f"engine time {stats.wall_time_s:.2f} s", "tokens_per_s"),
     ]
     details = [memory_card or _memory_card(memory)] + ([_engine_card(engine)] if engine is not None else [])

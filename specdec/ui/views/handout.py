@@ -1,6 +1,6 @@
 """The workshop's printable handout: one page (A4 or Letter) with every exercise of the tour, its learning goal,
 its question and room to write a prediction, the measured figures and an answer, generated from the exercise
-data (tabs/exercises.py), so it never disagrees with the app. A self-contained HTML page with print CSS: open it,
+data (ui/exercises.py), so it never disagrees with the app. A self-contained HTML page with print CSS: open it,
 print it (or save it as PDF)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import html
 from pathlib import Path
 from typing import Sequence
 
-from specdec.ui.tabs.exercises import Exercise
+from specdec.ui.exercises import Exercise
 from specdec.ui.views.lesson import inline_markdown
 
 FILE_NAME = "specdec-workshop-handout.html"

@@ -1,13 +1,13 @@
 """The tour as a lesson, drawn as HTML: the progress bar over the exercises (done, current, still to do) and the
-learner's prediction set beside what they measured. Plain functions of the tour's state (tabs/tour_state.py);
+learner's prediction set beside what they measured. Plain functions of the tour's state (ui/tour_state.py);
 the colours are the token fates' (style.py): done is the accepted green, the current step the accent."""
 from __future__ import annotations
 
 import html
 import re
 
-from specdec.ui.tabs.exercises import EXERCISES, Exercise, exercise_number, find_exercise
-from specdec.ui.tabs.tour_state import TourState
+from specdec.ui.exercises import EXERCISES, Exercise, exercise_number, find_exercise
+from specdec.ui.tour_state import TourState
 
 INLINE = ((re.compile(r"\*\*(.+?)\*\*"), r"<b>\1</b>"), (re.compile(r"\*(.+?)\*"), r"<i>\1</i>"),
           (re.compile(r"`(.+?)`"), r"<code>\1</code>"))

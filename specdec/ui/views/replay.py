@@ -1,5 +1,6 @@
 """A finished run as plain data for the browser: the What-if panel's measured point and the replay of its
-draft→verify cycles (tabs/whatif.py sends it once; whatif.js draws and steps through it with no server call).
+draft→verify cycles (tabs/whatif/callbacks.py sends it once; whatif.js draws and steps through it with no server
+call).
 
 Plain functions over StepEvents (engine/events.py) and the session's RunView: lists, dicts, floats, no tensors.
 """

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from specdec.measure.speedup import pairs_for_interval
+from specdec.measure.intervals import pairs_for_interval
 
 BUSY = ("Run waits until the measurement ends (one timed run at a time on this machine, so timings never "
         "overlap); Stop ends it now.")

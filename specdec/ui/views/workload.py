@@ -1,7 +1,7 @@
-"""What the "Across requests" tab shows of a workload run (tabs/workload_run.py): per request, suffix decoding's and
-prompt lookup's tokens per target forward and acceptance rate, as two plots, a table and one sentence in plain
-words. Plain functions of the rows; suffix in the speculative blue, prompt lookup in orange, dashed, square markers
-(a shape cue besides the colour)."""
+"""What the "Across requests" tab shows of a workload run (tabs/workload/callbacks.py): per request, suffix
+decoding's and prompt lookup's tokens per target forward and acceptance rate, as two plots, a table and one sentence
+in plain words. Plain functions of the rows; suffix in the speculative blue, prompt lookup in orange, dashed, square
+markers (a shape cue besides the colour)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

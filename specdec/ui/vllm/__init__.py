@@ -1,2 +1,3 @@
-"""The app's views of vLLM servers: Generate, Race and Sweep on running servers.
+"""The sidebar's vLLM engine: the choice and its controls, and Generate on a vLLM server (engine.py). The Race and the
+Sweep on vLLM servers are their tabs' own (tabs/race/vllm.py, tabs/sweep/vllm.py).
 """

@@ -21,7 +21,7 @@ from specdec.engine.theory import live_metrics
 from specdec.models.memory import format_bytes
 from specdec.ui.session import RunView
 from specdec.ui.throttle import Throttle
-from specdec.ui.views.cards import _card, alpha_note, render_cards
+from specdec.ui.views.cards import alpha_note, metric_card, render_cards
 from specdec.ui.views.plots import run_figures, throughput_figure
 from specdec.ui.views.render import render_status, render_tokens
 from specdec.ui.views.tables import export_trace, steps_dataframe
@@ -219,9 +219,9 @@ def _partial(lead, ids, settings, events):
 def memory_card(rss_bytes: Optional[int]) -> str:
     """The server's resident memory where the lab's launcher started it on this machine, else not exposed."""
     if rss_bytes is None:
-        return _card("Memory (vLLM server)", "–", f"{NOT_EXPOSED} (the lab reads a server's RSS only where its "
+        return metric_card("Memory (vLLM server)", "–", f"{NOT_EXPOSED} (the lab reads a server's RSS only where its "
                      "launcher started it, on this machine)", "memory")
-    return _card("Memory (vLLM server)", format_bytes(rss_bytes), "resident memory of the server's processes (API "
+    return metric_card("Memory (vLLM server)", format_bytes(rss_bytes), "resident memory of the server's processes (API "
                  "server, engine core, workers), from /proc; the draft's share is not exposed", "memory")
 
 
@@ -232,13 +232,13 @@ def view_cards(view: RunView, note: str = "") -> str:
     html = render_cards(view.result.metrics, view.estimate, None, note, "", alpha_note(view.events),
                         memory_card=memory_card(v.rss_bytes))
     length = (v.run.spec or {}).get("mean_acceptance_length")
-    extra = [_card("vLLM mean acceptance length", "–" if length is None else f"{length:.2f}",
+    extra = [metric_card("vLLM mean acceptance length", "–" if length is None else f"{length:.2f}",
                    vllm_figures_text(v.run.spec), "vllm"),
-             _card("vLLM server counters (/metrics)", "–" if v.counters is None or v.counters.mean_acceptance_length
+             metric_card("vLLM server counters (/metrics)", "–" if v.counters is None or v.counters.mean_acceptance_length
                    is None else f"{v.counters.mean_acceptance_length:.2f}", counters_text(v.counters),
                    "vllm_counters"),
-             _card("vLLM server", f"{v.lead.info.method}, K={v.lead.info.k}", v.lead.info.describe(), "vllm_server"),
-             _card("Not available from vLLM", "p, q, draws", f"{NOT_AVAILABLE}. {alignment_text(v.run.alignment)}",
+             metric_card("vLLM server", f"{v.lead.info.method}, K={v.lead.info.k}", v.lead.info.describe(), "vllm_server"),
+             metric_card("Not available from vLLM", "p, q, draws", f"{NOT_AVAILABLE}. {alignment_text(v.run.alignment)}",
                    "vllm_missing")]
     return html[: -len("</div>")] + "".join(extra) + "</div>"
 

@@ -1,0 +1,173 @@
+"""What the tabs' callbacks share: the engine binding (LabCore: loading and preparing a prompt, the measured speedup,
+Stop), the sidebar's values as DecodeSettings, the error update every callback yields on a failure, the status lines
+of a measurement, and measuring a sweep's points (the Sweep's and Why this speedup?'s). Plain functions and
+generators of {output name: value} dicts, testable without a server (wiring.py binds them to components)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+from specdec.engine.events import DecodeSettings
+from specdec.measure.speedup import INTERACTIVE, SWEEP, Policy, cached
+from specdec.measure.sweep import CONSTANT, SweepRunner
+from specdec.models.prompt_clean import clean_prompt
+from specdec.ui.classroom import Classroom
+from specdec.ui.models import describe_error, load_target_and_drafts, pick_name
+from specdec.ui.names import explain_unknown_names
+from specdec.ui.session import Session
+from specdec.ui.views.render import render_error, render_status
+
+import gradio as gr
+
+
+@dataclass
+class Prepared:
+    text: str  # the prompt as tokenised (after the optional clean-up)
+    target: object
+    drafts: list
+    ids: list
+
+    @property
+    def draft(self):
+        return self.drafts[0]
+
+
+def make_settings(k, temperature, top_p, top_k, max_new_tokens, seed, k_schedule="constant") -> DecodeSettings:
+    """Slider values -> DecodeSettings; top-p 1 and top-k 0 switch those warpers off."""
+    top_p = None if top_p is None or float(top_p) >= 1.0 else float(top_p)
+    top_k = None if not top_k or int(top_k) <= 0 else int(top_k)
+    seed = None if seed is None or seed == "" else int(seed)
+    return DecodeSettings(max_new_tokens=int(max_new_tokens), k=int(k), temperature=float(temperature),
+                          top_k=top_k, top_p=top_p, seed=seed, k_schedule=str(k_schedule or "constant"))
+
+
+def error_update(exc: BaseException) -> dict:
+    """Shows the problem as a toast and in the error box; every other output is left as it is."""
+    message = describe_error(exc)
+    gr.Warning(message)
+    return {"error": render_error(message), "status": ""}
+
+
+class LabCore:
+    """What every tab's callbacks share, bound to an engine (the `specdec` package, or a fake in tests): loading
+    and preparing a prompt, the shared speedup measurement, Stop. The Generate tab's Lab
+    (tabs/generate/callbacks.py) adds its own callbacks; the app is built with that one."""
+
+    def __init__(self, engine=None, *, device: str = "auto", allow_local_paths: bool = True,
+                 token_interval_s: float = 0.02, heavy_interval_s: float = 0.25, settle_s: float = 0.3,
+                 policy: Policy = INTERACTIVE, sweep_policy: Policy = SWEEP, classroom: Classroom | None = None):
+        if engine is None:
+            import specdec as engine
+        self.engine = engine
+        self.load = explain_unknown_names(partial(engine.load_model, device=device, dtype="auto",
+                                                  trust_remote_code=False, allow_local_paths=allow_local_paths))
+        self.token_interval_s, self.heavy_interval_s = token_interval_s, heavy_interval_s
+        self.settle_s = settle_s  # pause before timed runs that follow a heavy UI update
+        self.policy, self.sweep_policy = policy, sweep_policy  # when a measurement has repeated enough
+        self.classroom = classroom or Classroom()  # what this process's users share (classroom.py)
+
+    # --- shared preparation ---------------------------------------------------------------------
+    def prepare(self, prompt, clean, target_name: str, draft_names: list[str], chat: bool = True):
+        """Generator: validates and cleans the prompt, loads the target and its drafters with progress
+        (a draft model must share the target's tokenizer or becomes a re-tokenised drafter), tokenises
+        (in the target's chat template when `chat` and it has one); returns a Prepared."""
+        if not (prompt or "").strip():
+            raise ValueError("The prompt is empty: type something (or pick an example) first.")
+        text, note = prompt, ""
+        if clean:
+            cleaned = clean_prompt(prompt)
+            text, note = cleaned.text, f"Whitespace clean-up: {cleaned.summary()}."
+        yield {"cleanup": note, "status": render_status("Loading models…")}
+        if not target_name or not draft_names or not all(draft_names):
+            raise ValueError("Choose a target and a draft (a preset, or a name or path).")
+        models = yield from relay(load_target_and_drafts(self.load, self.engine.load_drafter, target_name,
+                                                         draft_names),
+                                  lambda message: {"status": render_status(message)})
+        target, drafts = models[0], models[1:]
+        ids = self.engine.encode_prompt(target, text, chat)
+        if not ids:
+            raise ValueError("The prompt is empty after tokenisation.")
+        return Prepared(text, target, drafts, ids)
+
+    def prepare_pair(self, prompt, clean, target, draft, target_custom, draft_custom, chat=True):
+        return (yield from self.prepare(prompt, clean, pick_name(target, target_custom),
+                                        [pick_name(draft, draft_custom)], chat=chat is not False))
+
+    def measure_shared(self, session: Session, prep: Prepared, settings: DecodeSettings):
+        """Generator of the measurement's Progress (classroom.py): this configuration is measured once per app
+        process and shared by every session (a private prompt's, once per session); a request for one being
+        measured follows it; one waiting for the device says where it stands. Stop ends this request's part."""
+        yield from self.classroom.measure(self.engine, session, prep, settings, self.policy,
+                                          lambda: session.stop_requested)
+
+    def measure(self, session: Session, prep: Prepared, settings: DecodeSettings):
+        """Generator of speedup Estimates for this configuration (specdec.measure.speedup): a first figure
+        after one timed pair, then tighter ones; the same measurement for every session (measure_shared), so
+        Generate and Race show the same figure. Stop ends it after the current run."""
+        for progress in self.measure_shared(session, prep, settings):
+            if progress.estimate is not None:
+                yield progress.estimate
+
+    def measured_runs(self, session: Session, prep: Prepared, settings: DecodeSettings):
+        """The latest timed pair's (speculative, target-only) RunResults, or (None, None)."""
+        m = cached(session.measurements, prep.target, prep.draft, prep.ids, settings)
+        return (m.lead_result, m.follow_result) if m is not None else (None, None)
+
+    def stop(self, session: Session, run_id: str | None = None) -> dict:
+        """Asks the run that Stop was pressed during (run_id; the run in progress when None) to end after its
+        current step. It writes no output (only a toast): the run reports "Stopped" itself, and a reply
+        arriving after that must not replace it."""
+        if session.request_stop(run_id):
+            gr.Info("Stopping after the current step…")
+        return {}
+
+
+def measuring_status(est) -> str:
+    return (f"Measuring the speedup: {est.describe()} so far (timed repeats of both decoders, apart from "
+            f"the streamed run; Stop ends them)…")
+
+
+def final_status(est) -> str:
+    if est is None or est.repeats == 0:
+        return "Stopped before the first timed repeat: no speedup measured."
+    if est.state == "stopped":
+        return f"Stopped the measurement: {est.describe()}."
+    return f"Done. Speedup {est.describe()} (timed repeats of {est.new_tokens} tokens, apart from the streamed run)."
+
+
+def relay(messages, wrap):
+    """`yield from` that wraps each yielded message; returns the inner generator's return value."""
+    while True:
+        try:
+            message = next(messages)
+        except StopIteration as stop:
+            return stop.value
+        yield wrap(message)
+
+
+def measure_points(runner: SweepRunner, points, session: Session, progress):
+    """Generator: warm-up, then every point; the status line and the progress bar say the same thing.
+    Only these light updates go out while measuring (no figures): no drawing competes with the timing."""
+    desc = "Warming up (short untimed runs)…"
+    yield {"status": render_status(desc), "error": ""}
+    progress(0.0, desc=desc)  # after the yield: an update clears the progress bar until the next call
+    runner.warm_up()
+    rows = []
+    for i, point in enumerate(points):
+        if session.stop_requested:
+            break
+        schedule = "" if point.schedule == CONSTANT else f", {point.schedule}"
+        desc = (f"Measuring point {i + 1} of {len(points)}: {point.draft}{schedule}, K={point.k}, "
+                f"T={point.temperature:g}")
+        yield {"status": render_status(desc + "…")}
+        progress((i, len(points)), desc=desc, unit="points measured")
+        row = runner.measure(point)
+        if row is None:
+            break
+        rows.append(row)
+    return rows
+
+
+def local_paths_allowed(lab: LabCore) -> bool:
+    """The Lab's allow_local_paths (its loader is a partial that carries it); False when it cannot tell."""
+    return bool(getattr(getattr(lab.load, "__wrapped__", None), "keywords", {}).get("allow_local_paths", False))

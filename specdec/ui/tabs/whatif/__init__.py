@@ -1,0 +1,1 @@
+"""The "What if?" tab: the closed forms redrawn in the browser, and the last run replayed on them."""
