@@ -41,7 +41,8 @@ def run(args, out=print, err=shared.err) -> int:
     """Shows the cached choice for the target on this machine (measuring it if there is none; --refresh: always)."""
     from specdec.errors import InvalidSettingsError
     from specdec.models import presets
-    from specdec.models.loading import block_loaders, load_model, locate, resolve_device
+    from specdec.models.gguf_files import block_loaders
+    from specdec.models.loading import load_model, locate, resolve_device
 
     device = resolve_device(args.device)
     if device.type != "cpu":
@@ -51,7 +52,8 @@ def run(args, out=print, err=shared.err) -> int:
     path = tuned_path(source, device, lambda: load_model(target, device=args.device, dtype="float32",
                                                          trust_remote_code=args.trust_remote_code, progress=err),
                       trust_remote_code=args.trust_remote_code, refresh=args.refresh, say=err,
-                      blocks=block_loaders(target, source, device, err))
+                      blocks=block_loaders(target, source, device, lambda fmt: load_model(target, dtype=fmt,
+                                                                                             progress=err)))
     out(f"target {target}")
     out(format_path(path))
     out(f"cached in {cache_file()}")

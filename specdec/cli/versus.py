@@ -1,9 +1,9 @@
 """`python -m specdec bench --vs llama.cpp`: the lab and llama.cpp on the same GGUF files, prompts, token counts and
 thread count, interleaved (specdec/llamacpp/compare.py).
 
-Engines: for each --formats entry (q4_1: the fetched file as published; q8_0, f16: written from it, gguf_files.py),
+Engines: for each --formats entry (q4_1: the fetched file as published; q8_0, f16, f32: written from it, gguf_files.py),
 the lab's target-only on that file (q4_1 and q8_0 run the file's blocks; f16 is the lab's float path, float16 from
-Q4_1), llama-server's target-only on it and, with --llama-bench, llama-bench's tg<N>; then, on the first format, the
+Q4_1; f32 has no lab row), llama-server's target-only on it and, with --llama-bench, llama-bench's tg<N>; then, on the first format, the
 lab's speculative runs (--draft a,b at each --k) and llama.cpp's (--llamacpp-spec: its n-gram types, and draft:K,
 the zoo's draft model exported with llama.cpp's converter, drafting K tokens a step).
 """
@@ -18,13 +18,14 @@ from specdec.cli.shared import UsageError, prompt_ids
 
 DEFAULT_SPECS = "ngram-simple,ngram-map-k,ngram-mod,ngram-cache,draft:2,draft:3,draft:4"
 NGRAM_TYPES = ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
+LAB_FORMATS = ("q4_1", "q8_0", "f16")  # f16: the lab's float path (float16 copies of the weights from Q4_1)
 
 
 def add_arguments(bench) -> None:
     bench.add_argument("--vs", choices=["llama.cpp"], default=None, help="llama.cpp side by side on the same GGUF "
                        "file, prompts, token counts and threads (built by `python -m specdec llamacpp setup`)")
     bench.add_argument("--formats", default="q4_1", help="--vs: GGUF formats, comma separated: q4_1 (as published), "
-                       "q8_0, f16 (written from it); speculative rows run on the first")
+                       "q8_0, f16, f32 (written from it; f32: llama.cpp's rows only); speculative rows run on the first")
     bench.add_argument("--llamacpp-spec", default=DEFAULT_SPECS, help="--vs: llama.cpp's speculative "
                        f"configurations: n-gram types ({', '.join(NGRAM_TYPES)}) and draft:K (the zoo's draft model); "
                        "none for target-only rows only")
@@ -74,13 +75,15 @@ def run_versus(args) -> int:
     reason = build.unavailable_reason()
     if reason:
         raise UsageError(reason)
-    formats = parse_list(args.formats, "--formats", ("q4_1", "q8_0", "f16"))
+    formats = parse_list(args.formats, "--formats", ("q4_1", "q8_0", "f16", "f32"))
+    if formats[0] not in LAB_FORMATS:
+        raise UsageError(f"--formats: the first format runs the lab's rows too: one of {', '.join(LAB_FORMATS)}")
     specs = parse_specs(args.llamacpp_spec)
     ks = [int(k) for k in parse_list(args.ks or str(args.k or 2), "--ks")] if args.draft else []
     drafts = parse_list(args.draft, "--draft") if args.draft else []
     threads = args.threads or os.cpu_count() or 1
     name = args.target
-    targets = {fmt: load_model(name, dtype=fmt if fmt != "f16" else "float32") for fmt in formats}
+    targets = {fmt: load_model(name, dtype=fmt if fmt != "f16" else "float32") for fmt in formats if fmt in LAB_FORMATS}
     if "f16" in targets:
         targets["f16"].kernels = "lab"  # the float path as `auto` runs it where the kernels build: float16 from Q4_1
     first = targets[formats[0]]
@@ -93,7 +96,8 @@ def run_versus(args) -> int:
         engines, lab_spec, cpp_spec = [], [], []
         for fmt in formats:
             label = fmt.upper()
-            engines.append(compare.LabEngine(f"lab target-only [{label}]", targets[fmt]))
+            if fmt in targets:
+                engines.append(compare.LabEngine(f"lab target-only [{label}]", targets[fmt]))
             cpp = stack.enter_context(server.LlamaServer(files[fmt], threads, log=log))
             engines.append(compare.ServerEngine(f"llama.cpp target-only [{label}]", cpp, _file_label(fmt)))
             if args.llama_bench:
@@ -140,7 +144,7 @@ def comparisons(rows, formats: list[str], lab_spec: list[str], cpp_spec: list[st
     llama-bench's (decoding); each side's speculative rows against llama.cpp's target-only; the lab's fastest
     speculative row against llama.cpp's fastest (chosen from these rounds' medians)."""
     pairs = []
-    for fmt in formats:
+    for fmt in (f for f in formats if f in LAB_FORMATS):
         label = fmt.upper()
         pairs.append((f"lab target-only [{label}]", f"llama.cpp target-only [{label}]", False))
         if llama_bench:

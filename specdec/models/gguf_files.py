@@ -20,28 +20,57 @@ from typing import Callable, Optional
 
 from specdec.errors import ModelLoadError
 from specdec.models import fetch
+from specdec.models.dtypes import BLOCK_FORMATS, block_weights_label
 from specdec.models.dtypes import PUBLISHED_FORMAT as PUBLISHED
-from specdec.paths import cache_dir
+from specdec.models.fetch import gguf_path
 
 REQUANTISED = ("q8_0", "f16", "f32")
 FILE_TYPES = {"q8_0": 7, "f16": 1, "f32": 0}  # llama.cpp's general.file_type (LLAMA_FTYPE_MOSTLY_*, ALL_F32)
 Say = Callable[[str], None]
 
 
-def folder(name: str) -> Path:
-    return cache_dir() / "gguf" / name
-
-
-def gguf_path(name: str, fmt: str) -> Path:
-    """Where the model's GGUF in this format lives (it may not exist yet)."""
-    source = fetch.KNOWN_SOURCES[name]
-    stem = source.gguf_name.rsplit(".", 2)[0]  # SmolLM2-135M-Instruct.Q4_1.gguf -> SmolLM2-135M-Instruct
-    return folder(name) / f"{stem}.{fmt.upper()}.gguf"
-
-
 def has_gguf(name: str) -> bool:
     """Whether the model is carried as a GGUF this module can fetch (its block paths can run)."""
     return fetch.is_fetchable(name)
+
+
+def block_loaders(name: str, source: str, device, load) -> dict:
+    """{format: load(format)} of the block paths the measured `auto` may try: none where block_paths_reason says no."""
+    if device.type != "cpu" or block_paths_reason(name, source):
+        return {}
+    return {fmt: (lambda fmt=fmt: load(fmt)) for fmt in BLOCK_FORMATS}
+
+
+def size(name: str, fmt: str) -> Optional[int]:
+    """The GGUF's bytes in `fmt` where it is written already (what loading it will hold, nearly), else None."""
+    path = gguf_path(name, fmt)
+    return path.stat().st_size if path.is_file() else None
+
+
+def weights_label(loaded) -> str:
+    """Which weights a LoadedModel runs, in words: 'Q4_1 as published' (the fetched file's blocks), 'Q8_0
+    requantised from Q4_1'; for the float weights converted from that file 'float16 from Q4_1' (the float16 copies the
+    runners multiply) or '<dtype> from Q4_1'; else the dtype ('float32')."""
+    if loaded.weights:
+        return block_weights_label(loaded.weights)
+    from_gguf = fetch.converted_from(loaded.name, loaded.source)
+    name = str(loaded.dtype).replace("torch.", "")
+    if not from_gguf:
+        return name
+    copies = "float16" in loaded.runner_kind and name == "float32"
+    return f"{'float16' if copies else name} from {from_gguf}"
+
+
+def block_paths_reason(name: str, source: str) -> str:
+    """'' where the model's GGUF block paths can run here (carried as a GGUF, its converted folder here for the config
+    and tokenizer, the lab kernels built), else why not."""
+    from specdec.runners import native_kernels
+
+    if not has_gguf(name):
+        return f"{name!r} is not carried as a GGUF file"
+    if not os.path.isdir(source):
+        return f"{name}'s converted folder is not on this machine (`python -m specdec fetch {name}`)"
+    return native_kernels.unavailable_reason()
 
 
 def ensure_gguf(name: str, fmt: str = PUBLISHED, progress: Optional[Say] = None) -> Path:

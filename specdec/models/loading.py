@@ -18,11 +18,14 @@ from specdec.errors import InvalidSettingsError, LocalPathsDisabledError, ModelL
 from specdec.models import fetch, hub, presets
 from specdec.models.cache import ModelCache
 from specdec.models.checks import check_causal_lm, check_loading_info, explain_load_failure
-from specdec.models.dtypes import BF16_MIN_PARAMS, BLOCK_FORMATS, DTYPES, block_weights_label, dtype_name  # noqa: F401 (re-exported)
+from specdec.models import gguf_files
+from specdec.models.block_model import load_block_parts
+from specdec.models.dtypes import BF16_MIN_PARAMS, BLOCK_FORMATS, DTYPES, dtype_name  # noqa: F401 (re-exported)
 from specdec.models.memory import check_load_fits, default_budget
 from specdec.models.vocabulary import check_compatible, describe_vocab_mismatch, shared_vocab_size  # noqa: F401 (re-exported)
 from specdec.runners import lab_kernels as lab_kernel_runner
 from specdec.runners import packed_weights, tuning
+from specdec.runners.block_weights import held_bytes
 from specdec.runners.selection import runner_kind, select
 from specdec.runners.threads import set_model_threads, set_row_threads
 
@@ -50,16 +53,8 @@ class LoadedModel:
 
     @property
     def weights_label(self) -> str:
-        """Which weights ran, in words (run records, bench, exports): 'Q4_1 as published' for the fetched file's blocks;
-        for float weights converted from it 'float16 from Q4_1' (the float16 copies the runners multiply) or
-        'float32 from Q4_1'; else the dtype ('float32')."""
-        if self.weights:
-            return block_weights_label(self.weights)
-        from_gguf = fetch.converted_from(self.name, self.source)
-        if not from_gguf:
-            return dtype_name(self.dtype)
-        copies = "float16" in self.runner_kind and self.dtype == torch.float32
-        return f"{'float16' if copies else dtype_name(self.dtype)} from {from_gguf}"
+        """Which weights ran, in words (run records, bench, exports): gguf_files.weights_label."""
+        return gguf_files.weights_label(self)
 
     @property
     def embedding_rows(self) -> int:
@@ -82,8 +77,8 @@ class LoadedModel:
 
     @property
     def param_bytes(self) -> int:
-        """The weights: parameters, plus the packed copies the static runner made of them (packed_weights.py)."""
-        return packed_weights.weight_bytes(self.model)
+        """The weights: parameters, a GGUF's blocks, and the packed copies the runners made (packed_weights.py)."""
+        return held_bytes(self.model)
 
     @property
     def memory_bytes(self) -> int:
@@ -226,89 +221,33 @@ def load_model(
         raise ModelLoadError("No model name given")
     source, is_local = locate(name, allow_local_paths, progress)
     torch_device = resolve_device(device)
-    if dtype in BLOCK_FORMATS:
-        return load_blocks(name, source, torch_device, dtype, progress)
-    tuned = None
+    tuned, blocks = None, dtype if dtype in BLOCK_FORMATS else ""  # blocks: a GGUF's own (gguf_files.py)
     if dtype == "auto" and torch_device.type == "cpu" and tuning.enabled():  # measured, not ruled (tuning.py)
         as_float32 = lambda: load_model(name, device=device, dtype="float32", trust_remote_code=trust_remote_code,  # noqa: E731
                                         allow_local_paths=allow_local_paths, progress=progress)
         tuned = tuning.tuned_path(source, torch_device, as_float32, trust_remote_code=trust_remote_code,
-                                  say=progress or (lambda message: None),
-                                  blocks=block_loaders(name, source, torch_device, progress))
-        if tuned.dtype in BLOCK_FORMATS:
-            return use_tuned(load_blocks(name, source, torch_device, tuned.dtype, progress), tuned)
-        torch_dtype = DTYPES[tuned.dtype]
-    else:
-        torch_dtype = resolve_dtype(dtype, torch_device, source)
-    key = (source, str(torch_device), torch_dtype, trust_remote_code)
+                                  say=progress or (lambda message: None), blocks=gguf_files.block_loaders(
+                                      name, source, torch_device, lambda fmt: load_model(name, dtype=fmt)))
+        blocks = tuned.dtype if tuned.dtype in BLOCK_FORMATS else ""
+    torch_dtype = torch.float32 if blocks else DTYPES[tuned.dtype] if tuned else resolve_dtype(dtype, torch_device, source)
+    key = (source, str(torch_device), blocks or torch_dtype, trust_remote_code)
     MODELS.budget = cache_budget(torch_device)
-    estimate = folder_weight_bytes(source, torch_dtype)
+    estimate = gguf_files.size(name, blocks) if blocks else folder_weight_bytes(source, torch_dtype)
     loaded = MODELS.get_or_load(
-        key, lambda: _load_uncached(name, source, is_local, torch_device, torch_dtype, trust_remote_code, progress),
+        key, (lambda: LoadedModel(name, source, *load_block_parts(name, source, blocks, torch_device, progress),
+                                  kernels="lab", weights=blocks)) if blocks else
+        (lambda: _load_uncached(name, source, is_local, torch_device, torch_dtype, trust_remote_code, progress)),
         size=lambda loaded: loaded.memory_bytes, estimate=estimate,
         admit=lambda budget: check_load_fits(name, estimate, torch_device, budget))
     if tuned is not None:
+        loaded.tuned = tuned
         # the lab's kernels where they were measured fastest and still build and fit here
-        loaded.kernels = "lab" if tuned.kernels == "lab" and not lab_kernel_runner.fits(loaded.model) else "torch"
-        use_tuned(loaded, tuned)
+        loaded.kernels = "lab" if blocks or tuned.kernels == "lab" and not lab_kernel_runner.fits(loaded.model) else "torch"
+        set_model_threads(loaded.model, tuned.threads)
+        # a step's and a verification's own counts, measured on the chosen kernels
+        set_row_threads(loaded.model, tuned.threads_by_rows if loaded.kernels == tuned.kernels else None)
+        tuning.remember(name, tuned)
     return loaded
-
-
-def use_tuned(loaded: LoadedModel, tuned) -> LoadedModel:
-    """Run the loaded model as the measured path says: its thread counts (a step's and a verification's own,
-    measured on the chosen kernels)."""
-    loaded.tuned = tuned
-    set_model_threads(loaded.model, tuned.threads)
-    set_row_threads(loaded.model, tuned.threads_by_rows if loaded.kernels == tuned.kernels else None)
-    tuning.remember(loaded.name, tuned)
-    return loaded
-
-
-def block_loaders(name: str, source: str, device: torch.device, progress: Progress = None) -> dict:
-    """{format: load()} for the GGUF block paths the measured `auto` may try for this model (none unless the model is
-    carried as a GGUF, its converted folder is here and the lab kernels run on this CPU)."""
-    from specdec.models.gguf_files import has_gguf
-
-    if device.type != "cpu" or not has_gguf(name) or not os.path.isdir(source) or lab_kernel_runner.native_kernels.unavailable_reason():
-        return {}
-    return {fmt: (lambda fmt=fmt: load_blocks(name, source, device, fmt, progress)) for fmt in BLOCK_FORMATS}
-
-
-def load_blocks(name: str, source: str, device: torch.device, fmt: str, progress: Progress = None) -> LoadedModel:
-    """The model running from its GGUF's blocks in `fmt` (block_model.py), cached like any loaded model."""
-    from specdec.models.gguf_files import ensure_gguf, has_gguf
-
-    if device.type != "cpu":
-        raise ModelLoadError(f"--dtype {fmt} runs a GGUF's blocks on the lab's CPU kernels; {device} is not a CPU")
-    if not has_gguf(name) or not os.path.isdir(source):
-        raise ModelLoadError(f"--dtype {fmt} needs a model carried as a GGUF file ({name!r} is not one)")
-    key = (source, str(device), fmt, False)
-    MODELS.budget = cache_budget(device)
-
-    def load() -> LoadedModel:
-        from specdec.models.block_model import build_block_model
-        from transformers import GenerationConfig
-
-        say = progress or (lambda message: None)
-        start = time.perf_counter()
-        gguf = ensure_gguf(name, fmt, progress)
-        config = _load_config(name, source, {})
-        tokenizer = _load_tokenizer(source, {})
-        try:
-            generation = GenerationConfig.from_pretrained(source)
-        except OSError:
-            generation = None
-        say(f"Loading {name} from {gguf.name} ({block_weights_label(fmt)})…")
-        model = build_block_model(config, gguf, generation)
-        return LoadedModel(name, source, model, tokenizer, device, torch.float32,
-                           load_time_s=time.perf_counter() - start, kernels="lab", weights=fmt)
-
-    from specdec.models.gguf_files import gguf_path
-
-    path = gguf_path(name, fmt)
-    estimate = path.stat().st_size if path.is_file() else None
-    return MODELS.get_or_load(key, load, size=lambda loaded: loaded.memory_bytes, estimate=estimate,
-                              admit=lambda budget: check_load_fits(name, estimate, device, budget))
 
 
 def folder_weight_bytes(source: str, dtype: torch.dtype) -> Optional[int]:

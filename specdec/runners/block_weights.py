@@ -18,7 +18,7 @@ from __future__ import annotations
 import weakref
 from typing import NamedTuple, Sequence
 
-from specdec.runners import native_kernels
+from specdec.runners import native_kernels, packed_weights
 
 import numpy as np
 import torch
@@ -228,6 +228,11 @@ def block_bytes(model: nn.Module) -> int:
             storage = module.matrix.tiles.untyped_storage()
             seen[storage.data_ptr()] = storage.nbytes()
     return sum(seen.values())
+
+
+def held_bytes(module: nn.Module) -> int:
+    """A module's weights in memory: its parameters and packed copies (packed_weights.weight_bytes) and its blocks."""
+    return packed_weights.weight_bytes(module) + block_bytes(module)
 
 
 def block_formats(model: nn.Module) -> list[str]:

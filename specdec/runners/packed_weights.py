@@ -203,11 +203,8 @@ def linear(hidden: torch.Tensor, weights) -> torch.Tensor:
 
 
 def weight_bytes(module: torch.nn.Module) -> int:
-    """A module's weights in memory: its parameters, the GGUF blocks its layers hold (block_weights.py) and the packed
-    copies made of them."""
-    from specdec.runners.block_weights import block_bytes  # (block_weights imports native_kernels, which imports this)
-
-    return sum(p.numel() * p.element_size() for p in module.parameters()) + block_bytes(module) + copy_bytes(module)
+    """A module's weights in memory: its parameters plus the packed copies made of them."""
+    return sum(p.numel() * p.element_size() for p in module.parameters()) + copy_bytes(module)
 
 
 def _copies(module: torch.nn.Module) -> list:

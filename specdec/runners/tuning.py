@@ -10,11 +10,8 @@ fastest that keeps greedy identity is chosen and cached, with its figures, in th
 Candidates: float32 (through float16 weight copies where the weights are float16 values: packed_weights.py),
 float32 on the lab's kernels where they build and fit (lab_kernel_runner.py: float16 weights, row-exact), on a
 CPU that computes bfloat16 natively and for models of at least loading.BF16_MIN_PARAMS parameters, bfloat16
-(oneDNN-packed), and for a model carried as a GGUF file its own blocks (q4_1 as published, q8_0 requantised: the lab
-kernels on block_model.py's model, row-exact by construction); each on one thread and on every core. A block path
-computes with other numbers than float32 (its weights are the file's blocks, its products' inputs rounded to int8
-blocks as llama.cpp rounds them), so its greedy tokens are not compared with float32's: it must be row-exact and keep
-its own greedy identity. Not candidates: float16 activations (CPU
+(oneDNN-packed), and for a model carried as a GGUF file its own blocks (q4_1, q8_0: block_model.py; other numbers than
+float32's, so held to row-exactness and their own identity, not float32's tokens); each on one thread and every core. Not candidates: float16 activations (CPU
 kernels are slow and not row-exact), float32 without the copies (SPECDEC_PACKED_WEIGHTS is process-wide).
 
 Each candidate, on a fixed CONTEXT-token prefix: the median of REPEATS one-token forwards (a decoding step), of
@@ -84,8 +81,8 @@ class CandidateFigures:
 
     @property
     def label(self) -> str:
-        lab = ", lab kernels" if self.kernels == "lab" else ""
-        what = block_weights_label(self.dtype) if self.dtype in BLOCK_FORMATS else self.dtype
+        lab, what = ", lab kernels" if self.kernels == "lab" else "", block_weights_label(self.dtype) \
+            if self.dtype in BLOCK_FORMATS else self.dtype
         return f"{what}{lab}, {self.threads} thread{'s' if self.threads != 1 else ''}"
 
 
@@ -281,8 +278,7 @@ def bf16_reason(parameters: int) -> str:
 
 
 def measure_paths(loaded_float32, key: dict, repeats: int = REPEATS, blocks: Optional[dict] = None) -> TunedPath:
-    """Probes and times every candidate of a float32-loaded model (bfloat16 as a converted copy; blocks: {format:
-    load()} of the model's GGUF block paths) and chooses."""
+    """Probes, times and chooses among every path of a float32-loaded model (bf16: a copy; blocks: tuned_path's)."""
     started = time.perf_counter()
     parameters = sum(p.numel() for p in loaded_float32.model.parameters())
     before, before_rows = threads.model_threads(loaded_float32.model), threads.row_threads(loaded_float32.model)
@@ -306,9 +302,8 @@ def measure_paths(loaded_float32, key: dict, repeats: int = REPEATS, blocks: Opt
             else:
                 as_bf16 = bfloat16_copy(loaded_float32)
                 trials += [probe_candidate(as_bf16, count, reference) for count in thread_candidates()]
-            for load in (blocks or {}).values():
-                on_blocks = load()
-                trials += [probe_candidate(on_blocks, count, None) for count in thread_candidates()]
+            trials += [probe_candidate(load(), count, None)  # a block model: load() gives the one cached model
+                       for load in (blocks or {}).values() for count in thread_candidates()]
             time_interleaved(trials, repeats)
     finally:
         threads.set_model_threads(loaded_float32.model, before)
@@ -316,7 +311,7 @@ def measure_paths(loaded_float32, key: dict, repeats: int = REPEATS, blocks: Opt
     candidates = [trial.figures for trial in trials]
     best, why = choose(candidates)
     del trials  # their runners; then the weight copies of the kernels not chosen go too
-    if best.kernels == "lab" or best.dtype in BLOCK_FORMATS:
+    if best.kernels == "lab" or best.dtype in BLOCK_FORMATS:  # a block path chosen: no float copy is needed
         packed_weights.forget_copies(loaded_float32.model)
     if best.kernels != "lab" or best.dtype in BLOCK_FORMATS:
         lab_kernel_runner.forget(loaded_float32.model)
@@ -372,17 +367,15 @@ def cached_for(source: str, device: torch.device, trust_remote_code: bool = Fals
 def tuned_path(source: str, device: torch.device, load_float32: Callable[[], object], *,
                trust_remote_code: bool = False, refresh: bool = False, say: Callable[[str], None] = lambda m: None,
                blocks: Optional[dict] = None) -> TunedPath:
-    """The cached choice for this model's key, or a fresh measurement (stored). load_float32() loads the model in
-    float32 (through the shared model cache); blocks: {format: load()} of its GGUF block paths, candidates too (the key
-    names them, so a record measured without them is not used)."""
+    """The cached choice for this model's key, or a fresh measurement (stored). load_float32() loads it in float32 (the
+    shared model cache); blocks: {format: load()} of its GGUF block paths (the key names them)."""
     config = local_config(source, trust_remote_code)
     loaded = None
     if config is None:
         loaded = load_float32()
         config = loaded.model.config
     key = tuning_key(config, device)
-    if blocks:
-        key["gguf blocks"] = sorted(blocks)
+    key.update({"gguf blocks": sorted(blocks)} if blocks else {})
     known = None if refresh else cached_path(key)
     if known is not None:
         return known

@@ -9,7 +9,6 @@ from specdec.errors import ModelLoadError
 from specdec.models.block_model import build_block_model
 from specdec.runners import block_weights, native_kernels
 from specdec.runners.lab_kernels import LabKernelRunner
-from specdec.runners.packed_weights import weight_bytes
 from specdec.runners.selection import runner_class
 
 import pytest
@@ -42,7 +41,7 @@ def test_it_holds_the_blocks_and_the_norms_only(pair):
     blocks, _ = pair
     held = block_weights.block_bytes(blocks)
     norms = sum(p.numel() * 4 for p in blocks.parameters())
-    assert weight_bytes(blocks) == held + norms
+    assert block_weights.held_bytes(blocks) == held + norms
     assert all(not p.is_meta for p in blocks.parameters())
     assert runner_class(blocks) is LabKernelRunner
 

@@ -55,6 +55,18 @@ static void quantize_rows(const float *x, int M, int K, int8_t *q, float *step, 
     }
 }
 
+/* every 64-byte line of bytes [p, p + n) on its way into L1 (a tile-block ahead: the line its first byte is in, then
+   each line after, so that a block that straddles lines is fetched whole) */
+static inline void prefetch_lines(const uint8_t *p, int n) {
+#ifdef PREFETCH_FIRST_ONLY
+    (void)n;
+    _mm_prefetch((const char *)p, _MM_HINT_T0);
+#else
+    for (uintptr_t line = (uintptr_t)p & ~(uintptr_t)63; line < (uintptr_t)(p + n); line += 64)
+        _mm_prefetch((const char *)line, _MM_HINT_T0);
+#endif
+}
+
 /* the 32-bit lane value of 4 int8 inputs at p, in every lane */
 static inline __m256i quad(const int8_t *p) {
     int32_t value;
@@ -70,7 +82,7 @@ static inline __attribute__((always_inline)) void q4_1_tile(const int R, const j
     __m256 acc[QROWS];
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     for (int b = 0; b < blocks; b++, tile += Q4_1_TILE_BYTES) {
-        if (fetch && BLOCK_PREFETCH) _mm_prefetch((const char *)tile + BLOCK_PREFETCH * Q4_1_TILE_BYTES, _MM_HINT_T0);
+        if (fetch && BLOCK_PREFETCH) prefetch_lines(tile + BLOCK_PREFETCH * Q4_1_TILE_BYTES, Q4_1_TILE_BYTES);
         __m256i dots[QROWS];
         for (int r = 0; r < R; r++) dots[r] = _mm256_setzero_si256();
         for (int t = 0; t < 4; t++) {
@@ -102,10 +114,7 @@ static inline __attribute__((always_inline)) void q8_0_tile(const int R, const j
     __m256 acc[QROWS];
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     for (int b = 0; b < blocks; b++, tile += Q8_0_TILE_BYTES) {
-        if (fetch && BLOCK_PREFETCH) {
-            _mm_prefetch((const char *)tile + BLOCK_PREFETCH * Q8_0_TILE_BYTES, _MM_HINT_T0);
-            _mm_prefetch((const char *)tile + BLOCK_PREFETCH * Q8_0_TILE_BYTES + 128, _MM_HINT_T0);
-        }
+        if (fetch && BLOCK_PREFETCH) prefetch_lines(tile + BLOCK_PREFETCH * Q8_0_TILE_BYTES, Q8_0_TILE_BYTES);
         __m256i dots[QROWS];
         for (int r = 0; r < R; r++) dots[r] = _mm256_setzero_si256();
         for (int t = 0; t < 8; t++) {
