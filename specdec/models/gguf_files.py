@@ -68,6 +68,9 @@ def block_paths_reason(name: str, source: str) -> str:
 
     if not has_gguf(name):
         return f"{name!r} is not carried as a GGUF file"
+    published = fetch.KNOWN_SOURCES[name].quantisation.split()[0]
+    if published.lower() != PUBLISHED:
+        return f"{name}'s GGUF holds {published}, not the Q4_1 blocks its block paths are written from"
     if not os.path.isdir(source):
         return f"{name}'s converted folder is not on this machine (`python -m specdec fetch {name}`)"
     return native_kernels.unavailable_reason()

@@ -14,9 +14,9 @@ from specdec import DecodeSettings
 from specdec.drafters.draft_model import vocab_drafter
 from specdec.drafters.early_exit import EarlyExitDrafter
 from specdec.drafters.prompt_lookup import PromptLookupDrafter
-from specdec.engine.decoding import generate
 from specdec.models.block_model import build_block_model
 from specdec.models.loading import LoadedModel
+from specdec.planning.run import generate
 from specdec.runners import native_kernels
 from specdec.runners.lab_kernels import LabKernelRunner
 
