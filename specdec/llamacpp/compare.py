@@ -38,6 +38,7 @@ class Sample:
     decode_seconds: float
     forwards: Optional[int] = None  # target forwards of the decoding (None: not known)
     token_ids: tuple = ()
+    drafting: tuple = (0.0, 0, 0.0)  # the lab's: (seconds drafting, tokens drafted, seconds of the target's side)
 
 
 class LabEngine:
@@ -52,8 +53,12 @@ class LabEngine:
         start = time.perf_counter()
         result = generate(self.target, self.drafter, prompt_ids, DecodeSettings(max_new_tokens=tokens, k=self.k))
         seconds = time.perf_counter() - start
-        decode = sum(e.draft_time_s + e.verify_time_s + e.other_time_s for e in result.events)
-        return Sample(len(result.token_ids), seconds, decode, result.metrics.target_forwards, tuple(result.token_ids))
+        events = result.events
+        decode = sum(e.draft_time_s + e.verify_time_s + e.other_time_s for e in events)
+        drafting = (sum(e.draft_time_s for e in events), sum(e.k for e in events),
+                    sum(e.verify_time_s + e.other_time_s for e in events))
+        return Sample(len(result.token_ids), seconds, decode, result.metrics.target_forwards, tuple(result.token_ids),
+                      drafting)
 
 
 class ServerEngine:
@@ -93,6 +98,8 @@ class EngineRow:
     high: float
     tokens: int  # per round
     tokens_per_forward: Optional[float]
+    c: Optional[float] = None  # the lab's speculative rows: drafting time per drafted token / the lab's target step
+    v: Optional[float] = None  # the target's side of a speculative step (verification, bookkeeping) / that step
 
 
 @dataclass
@@ -147,14 +154,21 @@ def compare(samples: dict, engine: str, reference: str, decoding: bool) -> Compa
                          est.repeats, est.verdict, est.describe())
 
 
-def engine_row(engine, rounds: list[list[Sample]]) -> EngineRow:
+def engine_row(engine, rounds: list[list[Sample]], step_s: Optional[float] = None) -> EngineRow:
+    """An engine's figures over the rounds; step_s: the lab's target-only step on the same weights (median seconds a
+    token), which c and v(K) of a lab speculative row are in units of (engine/theory.py's definitions)."""
     rates = [round_timing(runs, False).rate for runs in rounds]
     decode = [round_timing(runs, True).rate for runs in rounds]
     last = rounds[-1]
     forwards = [s.forwards for s in last]
     per_forward = (sum(s.tokens for s in last) / sum(forwards)) if all(forwards) else None
+    drafted = sum(s.drafting[1] for runs in rounds for s in runs)
+    c = v = None
+    if step_s and drafted:
+        c = sum(s.drafting[0] for runs in rounds for s in runs) / drafted / step_s
+        v = sum(s.drafting[2] for runs in rounds for s in runs) / sum(s.forwards for runs in rounds for s in runs) / step_s
     return EngineRow(engine.name, engine.kind, engine.weights, statistics.median(rates), statistics.median(decode),
-                     min(rates), max(rates), sum(s.tokens for s in last), per_forward)
+                     min(rates), max(rates), sum(s.tokens for s in last), per_forward, c, v)
 
 
 def run_versus(engines: list, prompts: list[list[int]], counts: list[int],
@@ -163,7 +177,9 @@ def run_versus(engines: list, prompts: list[list[int]], counts: list[int],
     """Times the engines (module docstring) and compares the pairs comparisons(rows) names: (engine, reference,
     decoding only?); given the rows, it may pick each side's fastest configuration."""
     samples = run_rounds(engines, prompts, counts, repeats)
-    rows = [engine_row(engine, samples[engine.name]) for engine in engines]
+    steps = {e.weights: 1 / engine_row(e, samples[e.name]).decode_tokens_per_s for e in engines
+             if e.kind == "lab" and e.drafter is None}
+    rows = [engine_row(engine, samples[engine.name], steps.get(engine.weights)) for engine in engines]
     lab = [e for e in engines if e.kind == "lab"]
     reference = [s.token_ids for s in samples[lab[0].name][-1]] if lab else []
     identical = all(s.token_ids == ids for e in lab for runs in samples[e.name] for s, ids in zip(runs, reference))
@@ -190,11 +206,13 @@ def describe_machine() -> str:
 def format_report(report: VersusReport) -> str:
     lines = [f"machine {report.machine}; {report.threads} threads; {report.prompts} prompt(s); {report.repeats} rounds "
              "interleaved (the order rotating)",
-             f"{'engine':<44}{'weights':<30}{'tok/s':>8}{'range':>14}{'decode tok/s':>14}{'tok/fwd':>9}"]
+             f"{'engine':<44}{'weights':<30}{'tok/s':>8}{'range':>14}{'decode tok/s':>14}{'tok/fwd':>9}"
+             f"{'c':>7}{'v(K)':>7}"]
     for row in report.engines:
         per_forward = f"{row.tokens_per_forward:>9.2f}" if row.tokens_per_forward else f"{'–':>9}"
+        theory = f"{row.c:>7.3f}{row.v:>7.2f}" if row.c is not None else ""
         lines.append(f"{row.engine:<44}{row.weights:<30}{row.tokens_per_s:>8.1f}{row.low:>7.1f}–{row.high:<6.1f}"
-                     f"{row.decode_tokens_per_s:>14.1f}{per_forward}")
+                     f"{row.decode_tokens_per_s:>14.1f}{per_forward}{theory}")
     width = max((len(f"{c.engine} / {c.reference}") for c in report.comparisons), default=0)
     for c in report.comparisons:
         verdict = f" ({c.verdict})" if c.verdict else ""
