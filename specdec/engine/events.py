@@ -176,7 +176,7 @@ class MemoryReport:
     """The memory of one run, in bytes: the vocabulary the engine, UI, CSV, JSON and docs all use.
 
     Counted exactly, from the tensors themselves:
-      target weights      target_param_bytes
+      target weights      target_param_bytes (target_weights: which weights they are, in words: LoadedModel.weights_label)
       draft weights       draft_param_bytes: what the drafter adds to the target (tensors it shares with
                           the target are not counted): a draft model's weights, Medusa/EAGLE heads with their
                           head rows, an early exit's adapter; prompt lookup: 0
@@ -212,6 +212,7 @@ class MemoryReport:
     verify_kv_bytes: Optional[int] = None
     peak_delta_bytes: Optional[int] = None
     peak_source: Optional[str] = None  # PEAK_CUDA | PEAK_CPU | None
+    target_weights: str = ""  # which weights the target ran: "Q4_1 as published", "float16 from Q4_1", "float32", …
     extra_bytes: int = field(init=False)
 
     def __post_init__(self):
