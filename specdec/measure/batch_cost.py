@@ -117,25 +117,29 @@ def calibrated_overhead(target: Network, device: Device, dtype: str, measured_st
 
 
 def load_point(target: Network, draft: DraftShape, device: Device, dtype: str, k: int, tokens_per_step: float,
-               concurrency: int, context: int = CONTEXT) -> LoadPoint:
-    """One concurrency: the batch's target-only step, its verification forward and its drafting."""
-    if concurrency < 1 or k < 1:
-        raise ValueError(f"concurrency and K must be at least 1, got {concurrency} and {k}")
-    if not 1.0 <= tokens_per_step <= k + 1:
-        raise ValueError(f"tokens per step must lie in 1..K + 1 = {k + 1}, got {tokens_per_step}")
+               concurrency: int, context: int = CONTEXT, drafted_per_step: Optional[float] = None) -> LoadPoint:
+    """One concurrency: the batch's target-only step, its verification forward and its drafting. drafted_per_step:
+    the drafts a sequence's step verifies on average (default K; prompt lookup drafts fewer where it finds no match),
+    so the verification forward has B·(1 + drafted) rows."""
+    drafted = float(k if drafted_per_step is None else drafted_per_step)
+    if concurrency < 1 or k < 1 or not 0.0 <= drafted <= k:
+        raise ValueError(f"concurrency and K must be at least 1 and the drafts per step 0..K, got {concurrency}, {k} "
+                         f"and {drafted:g}")
+    if not 1.0 <= tokens_per_step <= drafted + 1:
+        raise ValueError(f"tokens per step must lie in 1..{drafted + 1:g} (1 + drafts per step), got {tokens_per_step}")
     return LoadPoint(concurrency, forward_cost(target, device, dtype, 1, context, batch=concurrency),
-                     forward_cost(target, device, dtype, k + 1, context, batch=concurrency),
+                     forward_cost(target, device, dtype, 1 + drafted, context, batch=concurrency),
                      draft.step_s(device, dtype, k, context, batch=concurrency), tokens_per_step)
 
 
 def predict_load(target: Network, draft: DraftShape, device: Device, dtype: str, k: int, tokens_per_step: float,
-                 concurrencies=CONCURRENCIES, context: int = CONTEXT,
-                 overhead_s: Optional[float] = None) -> LoadCurve:
-    """The speedup against concurrency (module docstring). tokens_per_step: E per sequence (vLLM's mean acceptance
-    length, or theory.expected_tokens_per_forward(α, K)); overhead_s: the per-forward overhead to use instead of the
-    device's (calibrated_overhead), the same on both sides."""
+                 concurrencies=CONCURRENCIES, context: int = CONTEXT, overhead_s: Optional[float] = None,
+                 drafted_per_step: Optional[float] = None) -> LoadCurve:
+    """The speedup against concurrency (module docstring). tokens_per_step: E, tokens per step of one sequence (vLLM's
+    mean acceptance length, or theory.expected_tokens_per_forward(α, K)); overhead_s: the per-forward overhead to use
+    instead of the device's (calibrated_overhead), the same on both sides; drafted_per_step: load_point's."""
     used = with_overhead(device, overhead_s)
-    points = tuple(load_point(target, draft, used, dtype, k, tokens_per_step, b, context)
+    points = tuple(load_point(target, draft, used, dtype, k, tokens_per_step, b, context, drafted_per_step)
                    for b in sorted(set(int(c) for c in concurrencies)))
     overhead = used.forward_overhead_s + target.layers * used.layer_overhead_s
     return LoadCurve(device.label, dtype, k, tokens_per_step, context, overhead, used.peak(dtype) / used.bandwidth,

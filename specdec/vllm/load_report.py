@@ -32,6 +32,8 @@ METHOD = {
                   "accepted / verification steps",
     "same_text": "every timed request's greedy tokens equal its prompt's reference: the prompt alone (concurrency 1) "
                  "on the baseline server",
+    "steps": "tokens_per_step: output tokens after the first over the engine steps after the prefill (verification "
+             "steps + plain ones, where nothing was drafted); drafted_per_step: drafted tokens over those steps",
 }
 ROW_FIELDS = ("concurrency", "engine", "output_tokens_per_s", "tpot_ms_p50", "tpot_ms_p95", "ttft_ms_p50", "requests",
               "acceptance_rate", "mean_acceptance_length", "same_text", "same_text_requests")
@@ -61,6 +63,7 @@ def engine_row(level: Level, engine: str, reference: list[list[int]]) -> dict:
     accepted = sum(sum(r.per_step_accepted) for r in requests)
     drafted = sum(sum(r.per_step_drafted) for r in requests)
     same = [r.token_ids == reference[r.prompt] for r in requests]
+    decode_steps = sum(decode_steps_of(r) for r in requests)
     return {"concurrency": level.concurrency, "engine": engine,
             "output_tokens_per_s": median(loop.tokens_per_s for loop in loops),
             "tpot_ms_p50": _ms(quantile((r.tpot_s for r in requests), 0.5)),
@@ -69,7 +72,17 @@ def engine_row(level: Level, engine: str, reference: list[list[int]]) -> dict:
             "requests": len(requests),
             "acceptance_rate": accepted / drafted if drafted else None,
             "mean_acceptance_length": 1 + accepted / steps if steps else None,
-            "same_text": all(same) and bool(same), "same_text_requests": sum(same)}
+            "same_text": all(same) and bool(same), "same_text_requests": sum(same),
+            "tokens_per_step": sum(r.tokens - 1 for r in requests) / decode_steps if decode_steps else None,
+            "drafted_per_step": drafted / decode_steps if decode_steps else None}
+
+
+def decode_steps_of(request) -> int:
+    """The engine steps a request took after its prefill: vLLM's verification steps and the plain ones between them
+    (a step with no draft: ngram found no match), which vLLM's lists leave out. vLLM may count drafts accepted past
+    the last token asked for, so the plain steps are what is left, never below 0."""
+    spec_tokens = sum(a + 1 for a in request.per_step_accepted)
+    return len(request.per_step_accepted) + max(0, request.tokens - 1 - spec_tokens)
 
 
 def speedup_entry(level: Level) -> dict:

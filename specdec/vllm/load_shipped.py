@@ -126,3 +126,36 @@ def k_by_batch_text(choices: list[tuple[int, int]], largest: int = 256) -> Optio
         else:
             ranges.append([first, last, k])
     return ",".join(f"{a}-{b}:{k}" for a, b, k in ranges)
+
+
+# --- the cost model beside the measured points -----------------------------------------------------------------
+
+def row_at(run: dict, engine: str, concurrency: Optional[int] = None) -> dict:
+    """The run's row of `engine` at `concurrency` (default: its lowest)."""
+    rows = [r for r in run["rows"] if r["engine"] == engine]
+    if concurrency is None:
+        concurrency = min(r["concurrency"] for r in rows)
+    return next(r for r in rows if r["concurrency"] == concurrency)
+
+
+def model_curve(run: dict, device, dtype: str, concurrencies=None, calibrate: bool = True):
+    """batch_cost.predict_load for a run's target, drafter and K on `device`, with the tokens and drafts per step the
+    run measured at its lowest concurrency; calibrate: the per-forward overhead taken from the baseline's measured
+    TPOT there (a server's step, not the lab runner's), so the curve starts where the measurement does."""
+    from specdec.measure import batch_cost
+    from specdec.measure.cost_model import DraftShape, draft_shape, target_network
+
+    target = target_network(run["baseline"]["model"])
+    spec = run["speculative"]
+    method, k = spec.get("method"), int(spec["k"])
+    draft = (DraftShape(method, method, None) if method == "ngram" or not spec.get("draft")
+             else draft_shape(Path(spec["draft"]).name, target))
+    low = row_at(run, "speculative")
+    overhead = None
+    if calibrate:
+        measured = row_at(run, "baseline", low["concurrency"])["tpot_ms_p50"] / 1e3
+        overhead = batch_cost.calibrated_overhead(target, device, dtype, measured)
+    tokens = min(max(1.0, low["tokens_per_step"]), 1.0 + low["drafted_per_step"])
+    return batch_cost.predict_load(target, draft, device, dtype, k, tokens,
+                                   concurrencies or batch_cost.CONCURRENCIES, overhead_s=overhead,
+                                   drafted_per_step=low["drafted_per_step"])

@@ -78,7 +78,15 @@ def test_the_curve_is_plain_data_with_every_point():
     assert len(rows) == 3 and rows[0]["device"] == "NVIDIA A100 80GB SXM" and rows[0]["k"] == 4
 
 
-@pytest.mark.parametrize("concurrency,k,tokens", [(0, 4, 2.0), (1, 0, 1.0), (1, 4, 5.5), (1, 4, 0.5)])
-def test_impossible_points_are_refused(concurrency, k, tokens):
+@pytest.mark.parametrize("concurrency,k,tokens,drafted", [(0, 4, 2.0, None), (1, 0, 1.0, None), (1, 4, 5.5, None),
+                                                         (1, 4, 0.5, None), (1, 4, 3.0, 1.5), (1, 4, 2.0, 5)])
+def test_impossible_points_are_refused(concurrency, k, tokens, drafted):
     with pytest.raises(ValueError):
-        bc.load_point(SMOLLM2, NO_DRAFT, MEMORY_ONLY, "float32", k, tokens, concurrency)
+        bc.load_point(SMOLLM2, NO_DRAFT, MEMORY_ONLY, "float32", k, tokens, concurrency, drafted_per_step=drafted)
+
+
+def test_fewer_drafts_per_step_make_a_cheaper_verification():
+    full = bc.load_point(SMOLLM2, NO_DRAFT, COMPUTE_ONLY, "float32", 4, 1.5, 8)
+    sparse = bc.load_point(SMOLLM2, NO_DRAFT, COMPUTE_ONLY, "float32", 4, 1.5, 8, drafted_per_step=1.0)
+    assert sparse.verify.flops == pytest.approx(full.verify.flops * 2 / 5, rel=0.05)
+    assert sparse.speedup > full.speedup

@@ -74,6 +74,18 @@ def test_load_json_takes_acceptance_from_vllms_per_request_records(servers, prom
     assert spec["acceptance_rate"] == pytest.approx((3 + 1 + 0 + 0) / 16)
     assert spec["mean_acceptance_length"] == pytest.approx(1 + 4 / 4)
     assert base["acceptance_rate"] is None and base["mean_acceptance_length"] is None
+    # 8 tokens after the prefill's in 4 steps, 16 drafts; target-only one token a step
+    assert (spec["tokens_per_step"], spec["drafted_per_step"]) == (2.0, 4.0)
+    assert (base["tokens_per_step"], base["drafted_per_step"]) == (1.0, 0.0)
+
+
+def test_steps_without_drafts_count_as_plain_steps():
+    from specdec.vllm.load_report import decode_steps_of
+
+    # 10 tokens: the prefill's, two verification steps of 3 and 1 token(s), five plain steps between them
+    assert decode_steps_of(_request(0, list(range(10)), steps=([2, 0], [3, 3]))) == 2 + 5
+    # vLLM counted a draft accepted past the last token asked for: no plain step, never fewer than 0
+    assert decode_steps_of(_request(0, list(range(4)), steps=([3], [3]))) == 1
 
 
 def test_load_json_gives_each_concurrency_a_speedup_with_its_interval_and_the_crossover(servers, prompts, capsys):
@@ -195,8 +207,9 @@ def test_a_concurrency_without_an_interval_never_is_the_crossover():
     assert crossover([{"concurrency": 1, "high": None}, {"concurrency": 2, "high": 0.9}]) == 2
 
 
-def _request(prompt, ids, tpot=0.01):
-    return RequestRecord(prompt, ids, 0.0, 0.05, 0.05 + tpot * (len(ids) - 1), [len(ids)], [0.05], "length")
+def _request(prompt, ids, tpot=0.01, steps=([], [])):
+    return RequestRecord(prompt, ids, 0.0, 0.05, 0.05 + tpot * (len(ids) - 1), [len(ids)], [0.05], "length",
+                         list(steps[0]), list(steps[1]))
 
 
 def test_same_text_fails_when_one_request_differs_from_its_prompts_reference():
