@@ -45,7 +45,9 @@ def add_parser(commands) -> None:
     load.add_argument("--pairs", type=int, default=6, help="timed (speculative, baseline) pairs per concurrency")
     load.add_argument("--settle-s", type=float, default=1.5, help="untimed seconds before each timed loop")
     load.add_argument("--lock-file", default=None, help="hold an exclusive flock on this file while each "
-                      "concurrency is measured")
+                      "concurrency is measured (several levels in one hold while --hold-s allows)")
+    load.add_argument("--hold-s", type=float, default=540.0, help="the longest hold of --lock-file, as far as "
+                      "the levels' times predict (default 540)")
     load.add_argument("--out", default=None, help="also write the JSON object to this file")
     load.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -58,6 +60,8 @@ def check_args(args) -> LoadSettings:
             raise UsageError(f"{flag} must be between {low} and {high}, got {value}")
     if not 0 <= args.settle_s <= 30:
         raise UsageError(f"--settle-s must be between 0 and 30, got {args.settle_s:g}")
+    if not 0 <= args.hold_s <= 3600:
+        raise UsageError(f"--hold-s must be between 0 and 3600, got {args.hold_s:g}")
     for flag, url in (("--vllm-url", args.vllm_url), ("--vllm-baseline-url", args.vllm_baseline_url)):
         host = urlsplit(normalise_url(url)).hostname
         if host not in LOOPBACK:
@@ -67,22 +71,42 @@ def check_args(args) -> LoadSettings:
                         args.settle_s)
 
 
-@contextmanager
-def exclusive_lock(path):
-    """An exclusive flock on `path` for the duration (None: no lock)."""
-    if path is None:
-        yield
-        return
-    with open(path, "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            err(f"waiting for the lock on {path}…")
-            fcntl.flock(handle, fcntl.LOCK_EX)
+class LevelLock:
+    """An exclusive flock on `path` around each concurrency level, kept into the next level while the hold so far
+    plus 1.5 times the last level's time stays within `hold_s` (a long run then takes the lock a few times, each hold
+    under hold_s as far as the levels' times predict one another), released otherwise and at the end."""
+
+    def __init__(self, path, hold_s: float):
+        self.path, self.hold_s, self.handle, self.since = path, hold_s, None, 0.0
+
+    @contextmanager
+    def level(self):
+        if self.path is None:
+            yield
+            return
+        if self.handle is None:
+            self.handle = open(self.path, "a")
+            try:
+                fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                err(f"waiting for the lock on {self.path}…")
+                fcntl.flock(self.handle, fcntl.LOCK_EX)
+            self.since = time.monotonic()
+        started = time.monotonic()
         try:
             yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        except BaseException:
+            self.release()
+            raise
+        now = time.monotonic()
+        if now - self.since + 1.5 * (now - started) > self.hold_s:
+            self.release()
+
+    def release(self) -> None:
+        if self.handle is not None:
+            fcntl.flock(self.handle, fcntl.LOCK_UN)
+            self.handle.close()
+            self.handle = None
 
 
 def command_line(args) -> str:
@@ -92,7 +116,7 @@ def command_line(args) -> str:
              "--max-new-tokens", str(args.max_new_tokens), "--rounds", str(args.rounds), "--pairs", str(args.pairs),
              "--settle-s", f"{args.settle_s:g}"]
     words += [] if args.chat else ["--no-chat"]
-    words += ["--lock-file", args.lock_file] if args.lock_file else []
+    words += ["--lock-file", args.lock_file, "--hold-s", f"{args.hold_s:g}"] if args.lock_file else []
     return shlex.join(words + (["--json"] if args.json else []))
 
 
@@ -113,14 +137,17 @@ def run(args) -> int:
               "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
     err(f"Load test: {lead.info.describe()} against {baseline.info.url}; {len(prompts)} prompts, "
         f"{settings.max_new_tokens} tokens a request, concurrency {', '.join(map(str, settings.concurrencies))}.")
-    levels, samples, reference, started = [], [], [], time.monotonic()
-    for reference, level in load_test(lead, baseline, ids, settings, lambda: exclusive_lock(args.lock_file)):
-        levels.append(level)
-        texts = {t: lead.client.detokenize(t) for t in sample_ids(level)}  # untimed, after the level
-        samples += fate_sample(level, texts)
-        est = level.estimate
-        err(f"concurrency {level.concurrency}: {est.describe()}; speculative {est.lead_tokens_per_s:.1f} tok/s, "
-            f"baseline {est.follow_tokens_per_s:.1f} tok/s ({time.monotonic() - started:.0f} s)")
+    levels, samples, reference, started, lock = [], [], [], time.monotonic(), LevelLock(args.lock_file, args.hold_s)
+    try:
+        for reference, level in load_test(lead, baseline, ids, settings, lock.level):
+            levels.append(level)
+            texts = {t: lead.client.detokenize(t) for t in sample_ids(level)}  # untimed, after the level
+            samples += fate_sample(level, texts)
+            est = level.estimate
+            err(f"concurrency {level.concurrency}: {est.describe()}; speculative {est.lead_tokens_per_s:.1f} tok/s, "
+                f"baseline {est.follow_tokens_per_s:.1f} tok/s ({time.monotonic() - started:.0f} s)")
+    finally:
+        lock.release()
     result = report(lead, baseline, settings, [len(i) for i in ids], levels, reference, samples, labels)
     if args.out:
         try:

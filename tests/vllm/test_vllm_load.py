@@ -283,3 +283,50 @@ def test_a_missing_prompts_file_is_one_line(servers, capsys, tmp_path):
 def test_an_out_of_range_number_is_one_line(servers, prompts, capsys, flag, value):
     assert flag in one_line_error(capsys, "--vllm-url", LEAD, "--vllm-baseline-url", BASE, "--prompts-file",
                                   prompts, flag, value)
+
+
+# --- the lock around each level ---------------------------------------------------------------------------------
+
+def _locked_elsewhere(path) -> bool:
+    import fcntl
+
+    with open(path, "a") as other:
+        try:
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(other, fcntl.LOCK_UN)
+        return False
+
+
+def test_the_level_lock_is_held_while_a_level_runs_and_kept_while_the_hold_allows(tmp_path):
+    from specdec.cli.load import LevelLock
+
+    path = tmp_path / "cpu.lock"
+    lock = LevelLock(str(path), hold_s=60.0)
+    with lock.level():
+        assert _locked_elsewhere(path)
+    assert _locked_elsewhere(path)  # a quick level: the next one fits in the same hold
+    lock.release()
+    assert not _locked_elsewhere(path)
+
+
+def test_the_level_lock_is_released_when_the_next_level_would_pass_the_hold(tmp_path):
+    from specdec.cli.load import LevelLock
+
+    path = tmp_path / "cpu.lock"
+    lock = LevelLock(str(path), hold_s=0.0)
+    with lock.level():
+        assert _locked_elsewhere(path)
+    assert not _locked_elsewhere(path)
+
+
+def test_the_level_lock_is_released_when_a_level_fails(tmp_path):
+    from specdec.cli.load import LevelLock
+
+    path = tmp_path / "cpu.lock"
+    lock = LevelLock(str(path), hold_s=60.0)
+    with pytest.raises(VllmError):
+        with lock.level():
+            raise VllmError("the server went away")
+    assert not _locked_elsewhere(path)
