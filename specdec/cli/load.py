@@ -126,6 +126,14 @@ def machine_label() -> str:
     return f"{cpu_model()}, {available_cores()} cores"
 
 
+def write_out(path, result: dict) -> None:
+    if path:
+        try:
+            Path(path).write_text(json.dumps(result, indent=1) + "\n")
+        except OSError as exc:
+            raise VllmError(f"--out: cannot write {path}: {exc.strerror or exc}") from None
+
+
 def run(args) -> int:
     settings = check_args(args)
     prompts = read_prompts(args.prompts_file)
@@ -146,14 +154,10 @@ def run(args) -> int:
             est = level.estimate
             err(f"concurrency {level.concurrency}: {est.describe()}; speculative {est.lead_tokens_per_s:.1f} tok/s, "
                 f"baseline {est.follow_tokens_per_s:.1f} tok/s ({time.monotonic() - started:.0f} s)")
+            result = report(lead, baseline, settings, [len(i) for i in ids], levels, reference, samples, labels)
+            write_out(args.out, result)  # after every level: a long run interrupted keeps what it measured
     finally:
         lock.release()
-    result = report(lead, baseline, settings, [len(i) for i in ids], levels, reference, samples, labels)
-    if args.out:
-        try:
-            Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
-        except OSError as exc:
-            raise VllmError(f"--out: cannot write {args.out}: {exc.strerror or exc}") from None
     if args.json:
         print(json.dumps(result))
     else:
