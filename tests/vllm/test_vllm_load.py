@@ -330,3 +330,25 @@ def test_the_level_lock_is_released_when_a_level_fails(tmp_path):
         with lock.level():
             raise VllmError("the server went away")
     assert not _locked_elsewhere(path)
+
+
+# --- dynamic K by batch size (vllm serve --k-by-batch) ---------------------------------------------------------
+
+def test_k_by_batch_becomes_vllms_num_speculative_tokens_per_batch_size():
+    from specdec.cli.vllm import parse_k_by_batch
+    from specdec.vllm.launcher import ServeSpec
+
+    schedule = parse_k_by_batch("1-2:4,3-8:2,9-256:0")
+    assert schedule == ((1, 2, 4), (3, 8, 2), (9, 256, 0))
+    config = ServeSpec(target="t", name="t", method="ngram", k=4, k_by_batch=schedule).speculative_config()
+    assert config["num_speculative_tokens_per_batch_size"] == [[1, 2, 4], [3, 8, 2], [9, 256, 0]]
+    assert "num_speculative_tokens_per_batch_size" not in ServeSpec(target="t", name="t", method="ngram",
+                                                                    k=4).speculative_config()
+
+
+@pytest.mark.parametrize("text", ["2-8:4", "1-2:4,4-8:2", "1-2:4,3-8", "1-2:-1", "1-x:4", "1-2:4,3-2:1"])
+def test_a_k_by_batch_schedule_vllm_would_refuse_is_one_line(text):
+    from specdec.cli.vllm import parse_k_by_batch
+
+    with pytest.raises(VllmError, match="--k-by-batch"):
+        parse_k_by_batch(text)
