@@ -15,11 +15,11 @@ from tests.bad_models import build_all
 
 LIMITS = ["--max-new-tokens", "64", "--max-prompt-chars", "4000", "--max-sweep-points", "12",
           "--model-cache-gb", "0.05", "--max-repeats", "3"]
-GENERATE = dict(prompt="def f(x):\n", clean_whitespace=True, target="lab-target", draft="lab-draft-distilled",
+GENERATE = dict(prompt="def f(x):\n", clean=True, target="lab-target", draft="lab-draft-distilled",
                 target_custom="", draft_custom="", k=4, temperature=0.0, top_p=1.0, top_k=0, max_new_tokens=8, seed=0)
 OUTPUTS = ["status", "error", "cleanup", "tokens", "cards", "plot_acceptance", "plot_lengths", "plot_throughput",
            "plot_memory", "steps_table", "exports"]
-SWEEP = dict(prompt="def f(x):\n", clean_whitespace=True, target="lab-target", target_custom="",
+SWEEP = dict(prompt="def f(x):\n", clean=True, target="lab-target", target_custom="",
              drafts=["lab-draft-distilled"], ks="1-2", temperatures="0", max_new_tokens=8, seed=0, top_p=1.0, top_k=0)
 
 
