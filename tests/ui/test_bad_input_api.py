@@ -97,7 +97,7 @@ CLIENT_NUMBERS = [
     ({"k": None}, "K (draft tokens per step): expected a finite number, got None."),
     ({"top_p": 0.0}, "Value 0.0 is less than minimum value 0.05."),
     ({"seed": 1e30}, "Value 1e+30 is greater than maximum value 4294967295."),
-    ({"clean_whitespace": "yes"}, "expected true or false, got 'yes'."),
+    ({"clean": "yes"}, "expected true or false, got 'yes'."),
     ({"target": ["lab-target"]}, "Target: expected a name, got ['lab-target']."),
 ]
 
