@@ -2,8 +2,8 @@
 
 - harden_inputs(demo): every input component refuses a value of the wrong type, or a number that is
   not finite, with one line to the caller (a toast in the browser, an error for an API client) and
-  no traceback in the server log. Gradio checks slider and number ranges itself; this covers what
-  it lets through (NaN, strings for numbers, lists for names) or turns into tracebacks.
+  no traceback in the server log; a number outside its box's range is one plain line too (Gradio's own
+  check would log a traceback).
 - guard_run(fn): wraps a timed callback (Generate, Race, Sweep). Before it starts, the request is
   checked against the deployment's limits (specdec.serving.limits: prompt size and text, max new tokens,
   sweep size, names); a refusal goes to the red error box, leaving everything else on screen. While
@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import math
 import time
+import types
 from functools import wraps
 from typing import Callable, Iterator
 
@@ -68,27 +69,56 @@ def _expect(component) -> tuple[Callable, str] | None:
     return None
 
 
+def out_of_range(label: str, value, minimum, maximum) -> str | None:
+    """The one plain line for a number outside its box's range (None inside it)."""
+    low, high = minimum is not None and value < minimum, maximum is not None and value > maximum
+    if not (low or high):
+        return None
+    if minimum is not None and maximum is not None:
+        return f"{label} must be from {_number(minimum)} to {_number(maximum)} (got {_number(value)})."
+    return f"{label} must be {'at least' if low else 'at most'} {_number(minimum if low else maximum)} " \
+           f"(got {_number(value)})."
+
+
+def _number(value) -> str:
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
+
+
+_HARDENED: dict[type, type] = {}
+
+
+def hardened_class(cls: type) -> type:
+    """cls with a preprocess that refuses a payload of the wrong kind, or a number outside the box's range, with one
+    quiet gr.Error naming the input (no traceback in the server log). A class, not a wrapper on one instance: Gradio
+    makes a fresh component of block.__class__ for each session whose component was updated, and that one must
+    refuse quietly too."""
+    if cls not in _HARDENED:
+        def preprocess(self, payload):
+            test, wanted = _expect(self)
+            label = self.label or cls.__name__
+            if not test(payload):
+                raise gr.Error(f"{label}: expected {wanted}, got {_short(payload)}.", print_exception=False)
+            message = isinstance(payload, (int, float)) and out_of_range(
+                label, payload, getattr(self, "minimum", None), getattr(self, "maximum", None))
+            if message:
+                raise gr.Error(message, print_exception=False, duration=5)
+            try:
+                return cls.preprocess(self, payload)
+            except gr.Error as exc:
+                raise gr.Error(exc.message, print_exception=False) from None
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise gr.Error(f"{label}: {exc}", print_exception=False) from None
+
+        _HARDENED[cls] = types.new_class(cls.__name__, (cls,), exec_body=lambda ns: ns.update(
+            preprocess=preprocess, __module__=cls.__module__, __qualname__=cls.__qualname__))
+    return _HARDENED[cls]
+
+
 def harden(component):
-    """Wraps component.preprocess: a payload of the wrong kind, or an error from Gradio's own checks,
-    becomes one quiet gr.Error naming the input."""
-    expect = _expect(component)
-    if expect is None:
-        return component
-    test, wanted = expect
-    check, label = component.preprocess, component.label or type(component).__name__
-
-    @wraps(check)
-    def preprocess(payload):
-        if not test(payload):
-            raise gr.Error(f"{label}: expected {wanted}, got {_short(payload)}.", print_exception=False)
-        try:
-            return check(payload)
-        except gr.Error as exc:
-            raise gr.Error(exc.message, print_exception=False) from None
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise gr.Error(f"{label}: {exc}", print_exception=False) from None
-
-    component.preprocess = preprocess
+    """The component made a hardened_class instance (a payload of the wrong kind, a number out of range or an error
+    from Gradio's own checks becomes one quiet gr.Error naming the input)."""
+    if _expect(component) is not None and type(component) not in _HARDENED.values():
+        component.__class__ = hardened_class(type(component))
     return component
 
 

@@ -120,7 +120,8 @@ def test_a_run_within_its_budget_is_passed_through_unchanged():
 @pytest.mark.parametrize("payload, message", [
     (float("nan"), "K: expected a finite number, got nan."),
     ("4", "K: expected a finite number, got '4'."),
-    (100, "Value 100 is greater than maximum value 16."),
+    (100, "K must be from 1 to 16 (got 100)."),
+    (0, "K must be from 1 to 16 (got 0)."),
 ])
 def test_a_hardened_slider_refuses_quietly_with_its_label(payload, message):
     with gr.Blocks():
@@ -128,6 +129,16 @@ def test_a_hardened_slider_refuses_quietly_with_its_label(payload, message):
     with pytest.raises(gr.Error, match=re.escape(message)) as refused:
         slider.preprocess(payload)
     assert refused.value.print_exception is False
+
+
+def test_a_fresh_copy_of_a_hardened_component_refuses_quietly_too():
+    """Gradio makes a session's updated component anew from block.__class__: the copy is hardened as well."""
+    with gr.Blocks():
+        slider = harden(gr.Slider(1, 16, step=1, label="K"))
+        copy = slider.__class__(minimum=1, maximum=16, step=1, label="K")
+    with pytest.raises(gr.Error, match=re.escape("K must be from 1 to 16 (got 0).")) as refused:
+        copy.preprocess(0)
+    assert refused.value.print_exception is False and isinstance(copy, gr.Slider)
 
 
 def test_old_export_folders_are_removed_and_everything_else_is_kept(tmp_path):

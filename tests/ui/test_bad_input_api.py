@@ -92,11 +92,11 @@ def test_a_call_with_too_few_values_is_refused_with_one_line(served, client):
 
 
 CLIENT_NUMBERS = [
-    ({"k": 100}, "Value 100 is greater than maximum value 16."),
+    ({"k": 100}, "K (draft tokens per step) must be from 1 to 16 (got 100)."),
     ({"k": "abc"}, "K (draft tokens per step): expected a finite number, got 'abc'."),
     ({"k": None}, "K (draft tokens per step): expected a finite number, got None."),
-    ({"top_p": 0.0}, "Value 0.0 is less than minimum value 0.05."),
-    ({"seed": 1e30}, "Value 1e+30 is greater than maximum value 4294967295."),
+    ({"top_p": 0.0}, "Top-p (1 = off) must be from 0.05 to 1 (got 0)."),
+    ({"seed": 1e30}, "Seed must be from 0 to 4294967295 (got 1e+30)."),
     ({"clean": "yes"}, "expected true or false, got 'yes'."),
     ({"target": ["lab-target"]}, "Target: expected a name, got ['lab-target']."),
 ]
