@@ -212,7 +212,7 @@ def test_a_stopped_sweep_says_how_many_points_it_measured_and_its_status_follows
     sweep_settings(page, "1-8", "0", 64)
     page.locator("#sweep-btn").click()
     status, progress = page.locator("#sweep-status"), page.locator("#sweep-speedup .progress-level-inner")
-    expect(status).to_contain_text("Measuring point 2 of 8")
+    expect(status).to_contain_text(re.compile(r"Measuring point [2-6] of 8"))  # a point may pass between polls
     seen = []
     for _ in range(6):
         seen.append((point_number(status.inner_text()), point_number(" ".join(progress.all_inner_texts()))))

@@ -39,8 +39,9 @@ def test_the_first_example_streams_coloured_tokens_on_the_default_pair(page):
 
 def test_screenshot_for_the_readme_shows_the_real_target_and_its_default_draft(page):
     choose_example(page, "chat · explain (prose)")
+    draft = page.get_by_label("Draft", exact=True).input_value()  # the default draft: measured here, or the cards'
     page.locator("#run-btn").click()
-    expect(page.locator("#gen-status")).to_contain_text(f"Ran {presets.DEFAULT_TARGET} with draft")
+    expect(page.locator("#gen-status")).to_contain_text(f"Ran {presets.DEFAULT_TARGET} with {draft}")
     page.set_viewport_size({"width": 1440, "height": 1900})
     page.locator("#tokens .tok-rejected:not(.tok-unchecked)").first.click()
     expect(page.locator("#inspect-plot .js-plotly-plot")).to_be_visible()

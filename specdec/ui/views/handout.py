@@ -1,7 +1,7 @@
-"""The workshop's printable handout: one page (A4 or Letter) with every exercise of the tour, its learning goal,
-its question, the learner's own prediction and what they measured (from the tour's records, when there are any) and
-room to write, generated from the exercise data (ui/exercises.py), so it never disagrees with the app. A
-self-contained HTML page with print CSS: open it, print it (or save it as PDF)."""
+"""The workshop's printable handout: at most two pages (A4 or Letter) with every exercise of the tour, its
+learning goal, its question, the learner's own prediction and what they measured (from the tour's records, when
+there are any) and room to write, generated from the exercise data (ui/exercises.py), so it never disagrees with
+the app. A self-contained HTML page with print CSS: open it, print it (or save it as PDF)."""
 from __future__ import annotations
 
 import html
@@ -70,7 +70,7 @@ def handout_html(exercises: Sequence[Exercise], work: Mapping[str, tuple[str, st
     items = "\n".join(exercise_item(n, e, work.get(e.key, ("", ""))) for n, e in enumerate(exercises, start=1))
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}: handout'
             f"</title><style>{CSS}</style></head><body>"
-            f'<p class="print-hint">Print this page (Ctrl+P or ⌘P) or save it as PDF: it fits on one page.</p>'
+            f'<p class="print-hint">Print this page (Ctrl+P or ⌘P) or save it as PDF: it fits on two pages.</p>'
             f"<h1>{html.escape(title)}: {len(exercises)} questions</h1>"
             '<div class="meta"><span>Name:</span><span>Date:</span></div>'
             "<p class=\"words\">A small <b>draft</b> proposes K tokens; the <b>target</b> checks them all in one "

@@ -43,7 +43,7 @@ def test_stop_then_run_at_once_lets_the_new_run_complete(tmp_path_factory):
         expect(status).not_to_contain_text("Stopped")
 
         page.unroute("**/queue/join*")
-        set_number(page, "Max new tokens", 200)
+        set_number(page, "Max new tokens", 512)  # the longest run: its Stop must land while it runs, under load too
         page.locator("#run-btn").click()
         expect(status).to_contain_text("Measuring the speedup")
         page.locator("#stop-btn").click()  # a Stop during a run still stops it (before or after its first timed pair)

@@ -182,7 +182,8 @@ def pages_of(pdf: bytes) -> int:
     return len(re.findall(rb"/Type\s*/Page[^s]", pdf))
 
 
-def test_the_handout_downloads_with_every_question_and_prints_on_one_page(page, tmp_path):
+def test_the_handout_downloads_with_every_question_and_prints_on_two_pages_at_most(page, tmp_path):
+    """Every exercise with its goal, the learner's predictions and measurements and lines to write on: two sheets."""
     with page.expect_download() as download:
         page.locator("#tour-handout").click()
     path = tmp_path / "handout.html"
@@ -192,7 +193,7 @@ def test_the_handout_downloads_with_every_question_and_prints_on_one_page(page, 
     expect(printed.locator("li[data-exercise]")).to_have_count(len(EXERCISES))
     for exercise in EXERCISES:
         expect(printed.locator(f"li[data-exercise={exercise.key}]")).to_contain_text(exercise.goal)
-    assert [pages_of(printed.pdf(format=size)) for size in ("A4", "Letter")] == [1, 1]
+    assert all(pages_of(printed.pdf(format=size)) <= 2 for size in ("A4", "Letter"))
     printed.context.close()
 
 
