@@ -19,11 +19,11 @@ from specdec.ui.views.sweep import best_summary, heatmap_figure, speedup_figure,
 import pandas as pd
 import pytest
 
-from tests.ui_fakes import FakeEngine, FakeModel
+from tests.ui_fakes import FakeEngine, FakeModel, form_request
 
 TWO = ("constant", "heuristic")
-SWEEP = dict(prompt="def f(x):", clean_whitespace=False, target="lab-target", target_custom="",
-             drafts=["lab-draft"], ks="1-2", temperatures="0", max_new_tokens=16, seed=0, top_p=1.0, top_k=0)
+FORM = dict(prompt="def f(x):", clean_whitespace=False, target="lab-target", max_new_tokens=16)
+SWEEP = dict(drafts=["lab-draft"], ks="1-2", temperatures="0", tokens=16)
 
 
 def runner(engine=None, cache=None):
@@ -141,7 +141,7 @@ def test_the_memory_chart_has_a_point_per_draft_schedule_and_k():
 
 def test_the_sweep_tab_measures_every_schedule_picked_and_names_it_while_measuring():
     session = Session()
-    updates = list(sweep(Lab(FakeEngine()), session, **SWEEP, schedules=["heuristic", "constant"]))
+    updates = list(sweep(Lab(FakeEngine()), session, form_request(**FORM), **SWEEP, schedules=["heuristic", "constant"]))
     assert [(r.schedule, r.k) for r in session.sweep_rows] == [("constant", 1), ("constant", 2), ("heuristic", 1),
                                                                ("heuristic", 2)]
     assert any("lab-draft, heuristic, K=1" in u.get("status", "") for u in updates)
@@ -150,12 +150,12 @@ def test_the_sweep_tab_measures_every_schedule_picked_and_names_it_while_measuri
 
 def test_without_the_schedules_input_the_sweep_uses_the_sidebars_schedule():
     session = Session()
-    list(sweep(Lab(FakeEngine()), session, **SWEEP, k_schedule="confidence"))
+    list(sweep(Lab(FakeEngine()), session, form_request(**FORM, k_schedule="confidence"), **SWEEP))
     assert {r.schedule for r in session.sweep_rows} == {"confidence"}
 
 
 def test_a_sweep_with_no_schedule_picked_shows_an_error():
-    updates = list(sweep(Lab(FakeEngine()), Session(), **SWEEP, schedules=[]))
+    updates = list(sweep(Lab(FakeEngine()), Session(), form_request(**FORM), **SWEEP, schedules=[]))
     assert "Pick at least one K schedule" in updates[-1]["error"]
 
 

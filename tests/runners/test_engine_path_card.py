@@ -8,6 +8,7 @@ from specdec.ui.views.cards import _engine_card
 import pytest
 
 from tests.ui.tabs.generate.test_ui_callbacks import ARGS
+from tests.ui_fakes import form_request
 from tests.ui_fakes import FakeEngine
 
 
@@ -36,7 +37,7 @@ def remembered(monkeypatch):
 
 
 def final_cards(lab) -> str:
-    return [u["cards"] for u in lab.generate(Session(), **ARGS) if "cards" in u][-1]
+    return [u["cards"] for u in lab.generate(Session(), form_request(**ARGS)) if "cards" in u][-1]
 
 
 def test_a_run_on_a_measured_target_shows_the_engine_card(remembered):
