@@ -78,10 +78,10 @@ def test_generates_memory_chart_stacks_the_extra_from_its_three_parts():
     memory = MemoryReport("cpu", 40 * 2**20, 8 * 2**20, 2**20, 2**19, None, None, verify_kv_bytes=2**18,
                           peak_delta_bytes=2**20, peak_source=PEAK_CPU)
     fig = plots.memory_figure(memory)
-    stacked = [t for t in fig.data if list(t.x) == ["extra memory"]]
+    stacked = [t for t in fig.data if list(t.y) == ["extra memory"]]
     assert [t.name for t in stacked] == ["extra: draft weights", "extra: draft KV cache", "extra: verification slots"]
-    assert sum(t.y[0] for t in stacked) * 2**20 == memory.extra_bytes
-    assert "run peak Δ (RSS, coarse)" in list(fig.data[0].x) and "extra 8.8 MiB" in fig.layout.title.text
+    assert sum(t.x[0] for t in stacked) * 2**20 == memory.extra_bytes
+    assert "run peak Δ (RSS, coarse)" in list(fig.data[0].y) and "extra 8.8 MiB" in fig.layout.title.text
 
 
 @pytest.fixture(scope="module")
