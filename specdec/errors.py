@@ -25,6 +25,10 @@ class LocalPathsDisabledError(ModelLoadError):
     """This deployment does not allow loading models from arbitrary local paths."""
 
 
+class NotOfferedError(ModelLoadError):
+    """A public deployment downloads only the models it offers: a visitor named another, not downloaded here."""
+
+
 def first_line(exc: BaseException) -> str:
     """An exception's message in one line for a user: its first line, or its type's name when it has none."""
     text = str(exc).strip()

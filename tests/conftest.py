@@ -25,9 +25,11 @@ if "SPECDEC_RECORDS" not in os.environ:
 # per-token laws, test_engine_distribution's broken-verifier check, test_warpers, test_eos, test_lossless,
 # test_verifier, test_mutations).
 SLOW_MODULES = re.compile(r"test_browser\w*|test_\w+_api|test_training_pipeline|test_vllm_server|test_process_setup|"
+                          r"test_llamacpp_server|"
                           r"test_vllm_bad_input")  # the last two start a fresh Python (and torch) per test
 SLOW_TESTS = {
     "test_head_drafter_samples_follow_the_target_distribution",       # three trained heads, 100-200 s each
+    "test_sampled_speculation_on_blocks_follows_the_targets_law",     # every family on a GGUF's blocks, 20,000 runs
     "test_sampled_tree_steps_follow_the_target_distribution",
     "test_sampled_eagle3_tree_steps_follow_the_target_distribution",
     "test_every_k_schedule_samples_follow_the_target_distribution",

@@ -10,7 +10,7 @@ LAYERS = (  # lowest first; the names are specdec's top-level modules and folder
     ("drafters",),
     ("planning",),
     ("measure", "exactness"),
-    ("serving", "vllm"),
+    ("serving", "vllm", "llamacpp"),
     ("cli", "ui"),
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

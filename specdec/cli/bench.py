@@ -1,10 +1,12 @@
 """`python -m specdec bench`: this engine against transformers, greedy, at one K (target only, or one drafter);
---suite: this machine's benchmark table (specdec/measure/bench_suite.py). A table, then the JSON report."""
+--suite: this machine's benchmark table (specdec/measure/bench_suite.py); --vs llama.cpp: llama.cpp side by side
+(cli/versus.py). A table, then the JSON report."""
 from __future__ import annotations
 
 import json
 from dataclasses import asdict
 
+from specdec.cli import versus
 from specdec.cli.shared import UsageError, add_model_arguments, k_value, load_pair, prompt_ids
 from specdec.planning.choice import AUTO
 from specdec.serving.limits import K_MAX, check_integer
@@ -28,6 +30,7 @@ def add_parser(commands) -> None:
     bench.add_argument("--json-out", default=None, help="also write the JSON report to this file")
     bench.add_argument("--suite", action="store_true", help="this machine's benchmark table: target-only vs "
                        "transformers, every zoo drafter vs target-only (specdec/measure/bench_suite.py)")
+    versus.add_arguments(bench)
 
 
 def run(args) -> int:
@@ -38,6 +41,9 @@ def run(args) -> int:
 
         torch.set_num_threads(args.threads)
         set_explicit_threads(args.threads)
+    if args.vs:
+        args.prompt = args.prompt or BENCH_PROMPT
+        return versus.run_versus(args)
     if args.suite:
         from specdec.measure.bench_suite import run_suite
 

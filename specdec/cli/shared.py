@@ -31,7 +31,8 @@ def add_model_arguments(parser, default_draft):
                       help="wrap --prompt in the target's chat template where it has one (default)")
     chat.add_argument("--no-chat", dest="chat", action="store_false", help="use --prompt as plain text")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 …")
-    parser.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
+    parser.add_argument("--dtype", default="auto", help="auto, float32 (the path transformers is compared with), "
+                        "bfloat16, float16; q4_1, q8_0: a GGUF-carried model's own blocks (q4_1 as published)")
     parser.add_argument("--trust-remote-code", action="store_true", help="run model code from the hub (off by default)")
 
 

@@ -14,12 +14,12 @@ def format_path(path: TunedPath) -> str:
              f"measured {path.measured_at} in {path.measured_s:.1f} s; step = 1-token forward, "
              f"verify = {PROBE_K + 1}-token forward, wide = {WIDE_ROWS}-token forward, after {CONTEXT} tokens, "
              f"medians of {REPEATS}",
-             f"  {'path':<34}{'runner':<40}{'step ms':>9}{'verify ms':>11}{'wide ms':>9}  identity"]
+             f"  {'path':<48}{'runner':<40}{'step ms':>9}{'verify ms':>11}{'wide ms':>9}  identity"]
     for c in path.candidates:
         mark = "*" if c is path.chosen else " "
         status = f"excluded: {c.excluded}" if c.excluded else ("ok, rows exact" if c.rows_exact else "ok")
         wide = f"{c.wide_ms:>9.2f}" if c.wide_ms is not None else f"{'–':>9}"
-        lines.append(f"{mark} {c.label:<34}{c.runner:<40}{c.step_ms:>9.2f}{c.verify_ms:>11.2f}{wide}  {status}")
+        lines.append(f"{mark} {c.label:<48}{c.runner:<40}{c.step_ms:>9.2f}{c.verify_ms:>11.2f}{wide}  {status}")
     lines += [f"  not measured: {reason}" for reason in path.skipped]
     lines.append(f"chosen: {path.label}: {path.why}")
     if path.threads_by_rows:  # a forward of this many new tokens runs on this many threads
@@ -41,6 +41,7 @@ def run(args, out=print, err=shared.err) -> int:
     """Shows the cached choice for the target on this machine (measuring it if there is none; --refresh: always)."""
     from specdec.errors import InvalidSettingsError
     from specdec.models import presets
+    from specdec.models.gguf_files import block_loaders
     from specdec.models.loading import load_model, locate, resolve_device
 
     device = resolve_device(args.device)
@@ -50,7 +51,9 @@ def run(args, out=print, err=shared.err) -> int:
     source, _ = locate(target, True, err)
     path = tuned_path(source, device, lambda: load_model(target, device=args.device, dtype="float32",
                                                          trust_remote_code=args.trust_remote_code, progress=err),
-                      trust_remote_code=args.trust_remote_code, refresh=args.refresh, say=err)
+                      trust_remote_code=args.trust_remote_code, refresh=args.refresh, say=err,
+                      blocks=block_loaders(target, source, device, lambda fmt: load_model(target, dtype=fmt,
+                                                                                             progress=err)))
     out(f"target {target}")
     out(format_path(path))
     out(f"cached in {cache_file()}")

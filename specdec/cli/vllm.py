@@ -36,6 +36,9 @@ def add_parser(commands) -> None:
     serve.add_argument("--method", default="ngram", choices=(*METHODS, "none"),
                        help="speculative method (none: only a server without speculation)")
     serve.add_argument("--k", type=int, default=4, help="num_speculative_tokens")
+    serve.add_argument("--k-by-batch", default=None, help="dynamic K by batch size (vLLM's "
+                       "num_speculative_tokens_per_batch_size), e.g. 1-2:4,3-8:2,9-256:0 (K 0: no drafting there; "
+                       "--k is the largest)")
     serve.add_argument("--draft", default=None, help="draft for draft_model/eagle/eagle3: smollm2-135m-draft, "
                        "smollm2-135m-eagle, smollm2-135m-eagle3 (exported from the zoo), a folder or a hub id")
     serve.add_argument("--tensor-parallel-size", type=int, default=1)
@@ -114,12 +117,34 @@ def serve_specs(args) -> list[ServeSpec]:
     specs = []
     if args.method != "none":
         draft = resolve_draft(args.draft, say=err) if args.draft else None
-        specs.append(ServeSpec(method=args.method, k=args.k, draft=draft, **common))
+        specs.append(ServeSpec(method=args.method, k=args.k, draft=draft, k_by_batch=parse_k_by_batch(args.k_by_batch),
+                               **common))
     if args.baseline or args.method == "none":
         specs.append(ServeSpec(**common))
     for spec in specs:
         spec.speculative_config()  # refuse a bad method / missing draft before installing anything
     return specs
+
+
+def parse_k_by_batch(text):
+    """'1-2:4,3-8:2,9-256:0' -> ((1, 2, 4), (3, 8, 2), (9, 256, 0)): ranges from 1 on, in order, not overlapping
+    (what vLLM requires of num_speculative_tokens_per_batch_size); None for none."""
+    if not text:
+        return None
+    entries = []
+    for part in text.split(","):
+        try:
+            sizes, k = part.split(":")
+            first, last = sizes.split("-")
+            entries.append((int(first), int(last), int(k)))
+        except ValueError:
+            raise VllmError(f"--k-by-batch: {part.strip()!r} is not FIRST-LAST:K (e.g. 1-2:4,3-8:2,9-256:0)") from None
+    ends = [0] + [last for _, last, _ in entries]
+    if entries[0][0] != 1 or any(first != end + 1 or last < first or k < 0
+                                 for (first, last, k), end in zip(entries, ends)):
+        raise VllmError(f"--k-by-batch {text!r}: the ranges must start at 1 and follow each other (1-2:4,3-8:2,…), "
+                        f"each K 0 or more")
+    return tuple(entries)
 
 
 def serve(args) -> int:

@@ -53,6 +53,7 @@ class DrafterSpec:
     title: str = ""  # How it works' heading for it ("EAGLE-2 tree"); empty: the family
     summary: str = ""  # How it works' sentence on what it reads and proposes (the description is a line of it)
     diagram: str = ""  # How it works' one-line text diagram of what it reads and proposes
+    note: str = ""  # How it works' closing words where no model card measured it: what it costs, where it pays
     tree: Optional[TreeShape] = None  # a tree draft's shape (EAGLE-2); None: it drafts chains
     available: Callable[[], bool] = always  # False: its weights are not on this machine (not listed)
     weights: str = ""  # its folder of shipped weights (shipped.drafter_dir), where it has one

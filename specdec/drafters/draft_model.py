@@ -129,9 +129,9 @@ class SharedLlama:
     @property
     def param_bytes(self) -> int:
         """The modules this drafter adds, with the float16 copies the static runner made of them."""
-        from specdec.runners.packed_weights import weight_bytes
+        from specdec.runners.block_weights import held_bytes
 
-        return sum(weight_bytes(module) for module in self.own_modules)
+        return sum(held_bytes(module) for module in self.own_modules)
 
     def new_runner(self, vocab_limit: int, max_length: int, keep_hidden: bool = False):
         from specdec.runners.selection import select
@@ -175,7 +175,8 @@ def vocab_drafter(drafter: type, target, name: str, description: str, layers: li
     """A `drafter` (DraftVocabModelDrafter or a subclass) over `layers` (own: the ones it adds), ending in the
     head rows of its draft vocabulary where the tensors hold one."""
     ids = vocab_ids(tensors["draft_vocab"], target.real_vocab_size) if "draft_vocab" in tensors else None
-    head = head_rows_module(target.model, ids, next(target.model.parameters()).dtype) if ids is not None else None
+    head = head_rows_module(target.model, ids, next(target.model.parameters()).dtype, blocks=True) \
+        if ids is not None else None
     model = shared_llama(target.model, layers, head)
     built = drafter(SharedLlama(name, model, own + ([head] if head is not None else []), target.tokenizer,
                                 getattr(target, "kernels", "torch")),

@@ -16,7 +16,8 @@ from typing import ClassVar
 
 from specdec.drafters.base import Drafter, ProposalContext, rehearse
 from specdec.engine.sampling import probabilities, sample
-from specdec.runners import native_kernels
+from specdec.runners import block_weights, native_kernels
+from specdec.runners.block_weights import BlockLinear
 from specdec.runners.packed_weights import linear, linear_weights, weight_bytes
 from specdec.runners.threads import model_threads
 
@@ -30,11 +31,15 @@ def vocab_ids(draft_vocab: torch.Tensor, vocab_limit: int) -> torch.Tensor:
     return draft_vocab[draft_vocab < vocab_limit].long()
 
 
-def head_rows_module(target_model, ids: torch.Tensor, dtype) -> nn.Linear:
-    """A Linear d -> Vd holding the target's head rows of `ids` (a gathered copy)."""
+def head_rows_module(target_model, ids: torch.Tensor, dtype, blocks: bool = False) -> nn.Module:
+    """A Linear d -> Vd holding the target's head rows of `ids` (a gathered copy). A target whose head is a GGUF's
+    blocks gives its rows dequantised, or with blocks=True (a network that ends in a runner's head product, as the
+    draft model's does) the same blocks gathered, where their count fills whole groups of the kernels."""
     head = target_model.get_output_embeddings()
+    if isinstance(head, BlockLinear) and blocks and len(ids) % native_kernels.group() == 0:
+        return BlockLinear(block_weights.gather(head.matrix, ids))
     rows = nn.Linear(head.in_features, len(ids), bias=head.bias is not None, device="meta")
-    rows.weight = nn.Parameter(head.weight.detach()[ids].to(dtype).contiguous(), requires_grad=False)
+    rows.weight = nn.Parameter(block_weights.head_rows(head, ids).to(dtype).contiguous(), requires_grad=False)
     if head.bias is not None:
         rows.bias = nn.Parameter(head.bias.detach()[ids].to(dtype), requires_grad=False)
     return rows.eval()
@@ -127,7 +132,8 @@ class HeadRows:
         self.scanned = list(seq)
         if new:
             picked = torch.tensor(new)
-            self.extra_rows = torch.cat([self.extra_rows, self._head.weight.detach()[picked].to(self.weight.dtype)])
+            self.extra_rows = torch.cat([self.extra_rows,
+                                         block_weights.head_rows(self._head, picked).to(self.weight.dtype)])
             bias = self._head.bias.detach()[picked] if self._head.bias is not None else torch.zeros(len(new))
             self.extra_bias = torch.cat([self.extra_bias, bias.to(self.weight.dtype)])
             self.extra_ids += new

@@ -18,12 +18,12 @@ from specdec.drafters.lab_layer_cache import LabLayerCache, lab_product, layer_c
 from specdec.drafters.shipped import draft_vocab_rows, drafter_dir, load_tensors, prefixed, read_meta, shipped_spec
 from specdec.engine.sampling import probabilities
 from specdec.engine.tree import MAX_TREE_DEPTH, GrowingTree, TreeProposal, TreeShape
+from specdec.runners.block_weights import embedder
 from specdec.runners.lab_kernels import packed_layer_bytes, packed_linear_bytes
 from specdec.runners.packed_weights import weight_bytes
 from specdec.runners.threads import model_threads
 
 import torch
-import torch.nn.functional as F
 
 EAGLE, EAGLE_TREE, EAGLE_TREE_60 = "smollm2-135m-eagle", "smollm2-135m-eagle-tree", "smollm2-135m-eagle-tree-60"
 TREE_DIAGRAM = ("the {head} head's top {top} children of its {beam} likeliest nodes per level ──▶ a tree of {nodes} "
@@ -39,7 +39,7 @@ class EagleDrafter(FeatureDrafter):
         super().__init__(target, vocab_limit, draft_vocab, name, description)
         self.head = head.to(self.dtype).eval()
         self.target_layers = head.feature_layers  # (): the final-norm states; else EAGLE-3's layers (base.py)
-        self.embedding = target.model.get_input_embeddings().weight
+        self.embed = embedder(target.model.get_input_embeddings())  # ids -> rows (a GGUF's blocks too)
         self.cache = None
         self.true_length = 0  # head-cache positions computed from true features
 
@@ -73,7 +73,7 @@ class EagleDrafter(FeatureDrafter):
             # head): steps with speculation off (auto) leave the head's work to the next draft
             feats = self.head.fused(torch.stack([self.features[p] for p in new]))
             toks = torch.tensor([seq[p + 1] for p in new])
-            self.last_out = self.cache.forward(self.head.inputs(feats, F.embedding(toks, self.embedding)))[-1:]
+            self.last_out = self.cache.forward(self.head.inputs(feats, self.embed(toks)))[-1:]
             self.true_length = n - 1
         return self.last_out
 
@@ -90,7 +90,7 @@ class EagleDrafter(FeatureDrafter):
             if context.unsure(q[0]):
                 break
             if i + 1 < k:
-                emb = F.embedding(torch.tensor([token[0]]), self.embedding)
+                emb = self.embed(torch.tensor([token[0]]))
                 out = self.cache.forward(self.head.inputs(out, emb))
         return ids, torch.cat(rows)
 
@@ -133,7 +133,7 @@ class EagleDrafter(FeatureDrafter):
             level = tree.likeliest(children, shape.beam)
             mask = tree.visibility(level, self.cache.length, base)
             x = self.head.inputs(torch.stack([features[tree.parent_row[i]] for i in level]),
-                                 F.embedding(torch.tensor([tree.ids[i] for i in level]), self.embedding))
+                                 self.embed(torch.tensor([tree.ids[i] for i in level])))
             # a node of depth d holds (feature of its parent, its token) at position len(seq) - 2 + d
             features = self.cache.forward(x, positions=[len(seq) - 2 + d] * len(level), mask=mask)
         self.cache.length = base  # forget the tree's slots: the next step catches up from true features

@@ -1,19 +1,15 @@
 """The drafter families for "How it works": what each drafter reads from the target, what it proposes
-(a small text diagram), and the figures its model card measured (card.json, written by
-``python -m training zoo --stage cards``). Plain Markdown; reads JSON only."""
+(a small text diagram), and what is known of its cost: the figures its model card measured (card.json, written by
+``python -m training zoo --stage cards``), else its spec's own note. Every paragraph comes from a DrafterSpec of a
+family in registry.FAMILIES, read when asked, so a new family's one registry line gives it a paragraph. Plain
+Markdown; reads JSON only."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 KIND_NAMES = {"chat": "chat", "code": "code", "rewrite": "rewriting"}
-PROMPT_LOOKUP_NOTE = ("Costs almost nothing; pays on text that copies its prompt (rewriting, code edits), drafts nothing "
-                      "elsewhere.")
-SUFFIX_NOTE = ("Costs almost nothing; pays where requests repeat structure (successive edits of one file, agents, "
-               "chats quoting earlier turns): it remembers earlier outputs in this process. Not one of auto's "
-               "candidates (no model card: its acceptance depends on the workload's repeats). Public deployments: a "
-               "session drafts from its own earlier outputs only.")
-MODEL_FREE_NOTES = {"prompt lookup": PROMPT_LOOKUP_NOTE, "suffix decoding": SUFFIX_NOTE}  # family -> its note
+NOT_MEASURED = "Not measured here (no model card)."
 
 
 def _figures(card: dict) -> str:
@@ -29,7 +25,7 @@ def _measured(folder: Path, name: str) -> str:
     try:
         return _figures(json.loads((folder / name / "card.json").read_text()))
     except (OSError, ValueError, KeyError):
-        return "Not measured here (no model card)."
+        return NOT_MEASURED
 
 
 def paragraph(spec, figures: str) -> list[str]:
@@ -37,19 +33,23 @@ def paragraph(spec, figures: str) -> list[str]:
     return [f"**{spec.title or spec.family}** (`{spec.name}`): {spec.summary}.", "", f"`{spec.diagram}`", "", figures]
 
 
+def known_cost(spec, folder: Path) -> str:
+    """What How it works says of a drafter's cost: its model card's figures where it ships weights (after its note,
+    if it has one), else its note, else that it was not measured."""
+    measured = _measured(folder, spec.name) if spec.weights else ""
+    return " ".join(part for part in (spec.note, measured) if part) or NOT_MEASURED
+
+
 def families_markdown(folder: Path | None = None) -> str:
-    """One paragraph per zoo drafter (description, diagram, its card's figures) after the model-free drafters'
-    (prompt lookup, suffix decoding)."""
-    from specdec.drafters.registry import SHIPPED, SPECS
+    """One paragraph per named drafter of the registry's families (registry.builtin_specs: those on this machine),
+    those without weights first (prompt lookup, suffix decoding, a plugged-in family's), then the zoo's."""
+    from specdec.drafters.registry import builtin_specs
     from specdec.drafters.shipped import ASSETS
 
     folder = Path(folder) if folder is not None else ASSETS
     parts = ["### Drafter families (SmolLM2-135M-Instruct)"]
-    for spec in SPECS:
-        if spec.family in MODEL_FREE_NOTES:
-            parts += ["", *paragraph(spec, MODEL_FREE_NOTES[spec.family])]
-    for spec in SHIPPED:
-        parts += ["", *paragraph(spec, _measured(folder, spec.name))]
+    for spec in sorted(builtin_specs(), key=lambda spec: bool(spec.weights)):
+        parts += ["", *paragraph(spec, known_cost(spec, folder))]
     parts += ["", "More candidates per target forward (the target's token is often the head's second or third "
               "choice); each extra node is one more row for the target to score, which a GPU hides and this CPU "
               "does not. docs/zoo.md, \"EAGLE-2 trees\", has the measurements."]

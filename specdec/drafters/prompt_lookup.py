@@ -44,7 +44,9 @@ class PromptLookupDrafter(Drafter):
             name=cls.name, drafter=cls, description=cls.description, build=_build, title="Prompt lookup",
             summary="finds the last few generated tokens earlier in the prompt and proposes what followed them "
                     "there (no weights)",
-            diagram="last n-gram ──▶ match in prompt + output so far ──▶ the K tokens after the match (or none)")]
+            diagram="last n-gram ──▶ match in prompt + output so far ──▶ the K tokens after the match (or none)",
+            note="Costs almost nothing; pays on text that copies its prompt (rewriting, code edits), drafts nothing "
+                 "elsewhere.")]
 
     @classmethod
     def cost_shape(cls, spec: DrafterSpec, meta: dict, hidden: int) -> CostShape:

@@ -347,6 +347,10 @@ class SuffixDrafter(Drafter):
                     f"and sized by the match (up to {NODES} nodes, K levels; no weights)",
             diagram="last tokens ──▶ matches in prompt + output + earlier outputs ──▶ a tree of what followed, "
                     "by frequency (≤ match length nodes) ──▶ one target forward ──▶ the branch the target chooses",
+            note="Costs almost nothing; pays where requests repeat structure (successive edits of one file, agents, "
+                 "chats quoting earlier turns): it remembers earlier outputs in this process. Not one of auto's "
+                 "candidates (no model card: its acceptance depends on the workload's repeats). Public deployments: "
+                 "a session drafts from its own earlier outputs only.",
             tree=SHAPE)]
 
     @classmethod

@@ -22,7 +22,8 @@ The vocabulary, fixed here and used in code, UI labels, docs and exports:
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import typing
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any, Literal, Optional
 
 from specdec.errors import InvalidSettingsError
@@ -175,7 +176,7 @@ class MemoryReport:
     """The memory of one run, in bytes: the vocabulary the engine, UI, CSV, JSON and docs all use.
 
     Counted exactly, from the tensors themselves:
-      target weights      target_param_bytes
+      target weights      target_param_bytes (target_weights: which weights they are, in words: LoadedModel.weights_label)
       draft weights       draft_param_bytes: what the drafter adds to the target (tensors it shares with
                           the target are not counted): a draft model's weights, Medusa/EAGLE heads with their
                           head rows, an early exit's adapter; prompt lookup: 0
@@ -211,6 +212,7 @@ class MemoryReport:
     verify_kv_bytes: Optional[int] = None
     peak_delta_bytes: Optional[int] = None
     peak_source: Optional[str] = None  # PEAK_CUDA | PEAK_CPU | None
+    target_weights: str = ""  # which weights the target ran: "Q4_1 as published", "float16 from Q4_1", "float32", …
     extra_bytes: int = field(init=False)
 
     def __post_init__(self):
@@ -308,5 +310,37 @@ class RunResult:
             "metrics": self.metrics.to_dict(),
             "auto": self.auto,
             "draft_family": self.draft_family,
-            "learned": self.learned.to_dict() if self.learned is not None else None,
+            "learned": self.learned.to_dict() if hasattr(self.learned, "to_dict") else self.learned,
         }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunResult":
+        """The run again from its to_dict() form (a run kept in the browser's storage, an export read back); a
+        learnt state comes back as its figures (a dict), enough to show, not to replay."""
+        return cls(prompt_ids=list(data["prompt_ids"]), token_ids=list(data["token_ids"]), text=data.get("text"),
+                   events=[from_plain(StepEvent, step) for step in data["steps"]],
+                   metrics=from_plain(RunMetrics, data["metrics"]), settings=from_plain(DecodeSettings, data["settings"]),
+                   target_name=data.get("target", ""), draft_name=data.get("draft"), auto=data.get("auto"),
+                   draft_family=data.get("draft_family"), learned=data.get("learned"))
+
+
+def from_plain(cls, data: dict):
+    """A record of this module (one of the dataclasses above) rebuilt from its asdict() / to_dict() form; keys it does
+    not have (a to_dict's derived figures) are left out."""
+    hints = typing.get_type_hints(cls)
+    return cls(**{f.name: _plain_value(hints[f.name], data[f.name]) for f in fields(cls)
+                  if f.init and f.name in data})
+
+
+def _plain_value(hint, value):
+    """`value` as the type `hint` says: nested records rebuilt, lists item by item, anything else as it is."""
+    if value is None:
+        return None
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Union:
+        return _plain_value(next(a for a in args if a is not type(None)), value)
+    if origin is list and args:
+        return [_plain_value(args[0], item) for item in value]
+    if is_dataclass(hint):
+        return from_plain(hint, value)
+    return value

@@ -87,6 +87,7 @@ def measure_memory(target, drafter, target_runner, probe: Optional[MemoryProbe] 
         verify_kv_bytes=None if per_position is None else k * per_position,
         peak_delta_bytes=peak_delta_bytes(probe, device),
         peak_source=probe.source if probe is not None else None,
+        target_weights=getattr(target, "weights_label", ""),
     )
 
 
@@ -105,7 +106,8 @@ def memory_summary(memory: Optional[MemoryReport]) -> str:
     b = format_bytes
     peak = ("not measurable here" if memory.peak_source is None
             else f"{b(memory.peak_delta_bytes)} ({memory.peak_source})")
+    which = f" ({memory.target_weights})" if memory.target_weights else ""
     return (f"memory: extra {b(memory.extra_bytes)} = draft weights {b(memory.draft_param_bytes)} + draft KV cache "
             f"{b(memory.draft_kv_bytes)} + verification slots {b(memory.verify_kv_bytes)}; target weights "
-            f"{b(memory.target_param_bytes)}, target KV cache {b(memory.target_kv_bytes)}; run peak over its start "
-            f"{peak}")
+            f"{b(memory.target_param_bytes)}{which}, target KV cache {b(memory.target_kv_bytes)}; run peak over its "
+            f"start {peak}")

@@ -137,7 +137,7 @@ def compare_greedy(target, drafter, prompt_ids: list[int], settings: DecodeSetti
         first = min(len(spec), len(alone))
     dtype = dtype_name(getattr(target, "dtype", "")) or "unknown"
     if choice.greedy is None:
-        cause = explain_difference(first, runs[1].events, dtype, len(spec))
+        cause = explain_difference(first, runs[1].events, dtype, len(spec), guaranteed=choice.name == REAL)
     elif first is not None:
         cause = (f"The verifier keeps drafted tokens that are not the target's argmax ({choice.name}): greedy output "
                  "is no longer the target's, as the broken rule predicts.")
@@ -160,10 +160,12 @@ def greedy_rule(choice) -> str:
             "test below is the one that tests this fault.")
 
 
-def explain_difference(first: Optional[int], alone_events, dtype: str, compared: int) -> str:
-    """One sentence: why the two runs agree, or the likely reason for their first difference."""
+def explain_difference(first: Optional[int], alone_events, dtype: str, compared: int, guaranteed: bool = True) -> str:
+    """One sentence: why the two runs agree (the guarantee, or, under a fault of sampling alone, the real greedy rule
+    it left in place), or the likely reason for their first difference."""
     if first is None:
-        return f"Identical: all {compared} tokens match, as greedy speculative decoding guarantees."
+        return (f"Identical: all {compared} tokens match, as greedy speculative decoding guarantees." if guaranteed else
+                f"Identical: all {compared} tokens match, because the greedy side ran the real rule.")
     gap = top_two_gap(alone_events, first)
     tie = f"the target's top two tokens there differ by {gap:.2g} in probability" if gap is not None else ""
     if dtype != "float32":

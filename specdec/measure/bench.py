@@ -84,6 +84,7 @@ class BenchReport:
     ours_speculative_vs_ours_baseline: Optional[float] = None
     hf_assisted_vs_hf_generate: Optional[float] = None
     memory: dict = field(default_factory=dict)  # our engines' MemoryReports, from each one's last timed run
+    weights: str = ""  # which weights our target ran (LoadedModel.weights_label: "Q4_1 as published", ...)
 
 
 class Sample(NamedTuple):
@@ -238,6 +239,7 @@ def run_benchmark(target, draft, ids, *, k: int, max_new_tokens: int, repeats: i
         ours_speculative_vs_ours_baseline=ratio.get((OURS_SPEC, OURS_BASE)),
         hf_assisted_vs_hf_generate=ratio.get((HF_ASSISTED, HF_GENERATE)),
         memory={name: samples[name][-1].memory for name in (OURS_BASE, OURS_SPEC, OURS_PLD) if name in samples},
+        weights=getattr(target, "weights_label", ""),
     )
 
 
@@ -259,6 +261,7 @@ def format_table(report: BenchReport) -> str:
         f"target {report.target}  draft {report.draft}  K={report.k}  {report.max_new_tokens} new tokens  "
         f"{report.repeats} repeats  {report.device}/{report.dtype}  our forwards on {report.threads} thread{'s' if report.threads != 1 else ''}  "
         f"our runners {report.runners['target']}/{report.runners['draft']}  "
+        f"{'our target weights ' + report.weights + '  ' if report.weights else ''}"
         f"torch {report.versions['torch']}  transformers {report.versions['transformers']}",
         f"{'engine':<30}{'tok/s':>9}{'wall s':>9}{'tokens':>8}{'tok/target fwd':>16}{'efficiency':>12}",
     ]

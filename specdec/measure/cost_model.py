@@ -125,25 +125,27 @@ class Cost:
 
 
 def forward_cost(net: Network, device: Device, dtype: str, tokens: int, context: int = CONTEXT,
-                 logit_rows: Optional[int] = None) -> Cost:
+                 logit_rows: Optional[int] = None, batch: int = 1) -> Cost:
     """A forward over `tokens` new positions after `context` cached ones; logits for `logit_rows` of them
-    (default: all; a prefill computes the last one only)."""
+    (default: all; a prefill computes the last one only). batch: that many sequences in the one forward, each with
+    its own cache (the weights are read once for all; batch_cost.py prices serving under load with it)."""
     size = DTYPE_BYTES[dtype]
-    rows = tokens if logit_rows is None else logit_rows
+    rows = batch * (tokens if logit_rows is None else logit_rows)
     weights = net.params * size
-    kv = net.layers * 2 * net.kv_heads * net.head_dim * (context + tokens) * size
-    activations = tokens * net.layers * sum(a + b for a, b in net.linears()) * size
+    kv = batch * net.layers * 2 * net.kv_heads * net.head_dim * (context + tokens) * size
+    activations = batch * tokens * net.layers * sum(a + b for a, b in net.linears()) * size
     logits = rows * net.head_rows * LOGIT_BYTES * LOGIT_PASSES
-    attended = tokens * context + tokens * (tokens + 1) // 2  # causal: new token i also sees new tokens 0..i
+    attended = batch * (tokens * context + tokens * (tokens + 1) // 2)  # causal: new token i also sees 0..i
     attention = net.layers * 4 * net.heads * net.head_dim * attended
-    flops = 2 * (tokens * (net.layers * net.layer_params + net.extra_params) + rows * net.head_params) + attention
+    flops = 2 * (batch * tokens * (net.layers * net.layer_params + net.extra_params) + rows * net.head_params) \
+        + attention
     total = weights + kv + activations + logits
     overhead = device.forward_overhead_s + net.layers * device.layer_overhead_s
     peak = device.peak(dtype)
     measured, per_byte = None, device.weight_byte_s
-    if per_byte(dtype, tokens) is not None:
+    if per_byte(dtype, batch * tokens) is not None:
         body = (net.layers * net.layer_params + net.extra_params) * size
-        products = body * per_byte(dtype, tokens) + net.head_params * size * per_byte(dtype, rows)
+        products = body * per_byte(dtype, batch * tokens) + net.head_params * size * per_byte(dtype, rows)
         measured = products + max((kv + logits) / device.bandwidth, attention / peak)
     return Cost(tokens, total, flops, total / device.bandwidth, flops / peak, overhead, measured)
 
@@ -157,13 +159,13 @@ class DraftShape:
     network: Optional[Network]  # None: no network (prompt lookup: a search through the token ids)
     one_call: bool = False  # all K tokens from one call (Medusa's heads); otherwise one call per drafted token
 
-    def step_s(self, device: Device, dtype: str, k: int, context: int = CONTEXT) -> float:
-        """Seconds to draft k tokens."""
+    def step_s(self, device: Device, dtype: str, k: int, context: int = CONTEXT, batch: int = 1) -> float:
+        """Seconds to draft k tokens (for each of `batch` sequences at once)."""
         if self.network is None or k <= 0:
             return 0.0
         if self.one_call:
-            return forward_cost(self.network, device, dtype, 1, context, logit_rows=k).time_s
-        return k * forward_cost(self.network, device, dtype, 1, context).time_s
+            return forward_cost(self.network, device, dtype, 1, context, logit_rows=k, batch=batch).time_s
+        return k * forward_cost(self.network, device, dtype, 1, context, batch=batch).time_s
 
 
 def shipped_shape(spec, meta: dict, target: Network) -> DraftShape:

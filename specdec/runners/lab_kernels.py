@@ -16,10 +16,12 @@ import ctypes
 import weakref
 from typing import NamedTuple, Optional
 
-from specdec.runners import native_kernels, packed_weights
+from specdec.runners import block_weights, native_kernels, packed_weights
+from specdec.runners.block_weights import BlockLinear, BlockMatrix
 from specdec.runners.static import Layout, StaticLlamaRunner, layer_weights, plain_weights, supports_static
 
 import torch
+import torch.nn.functional as F
 
 KIND = "lab kernels (float16 weights)"
 # forwards of more rows (long prefills, never a verification) go through torch's float32 products on every thread the
@@ -41,11 +43,15 @@ class PackedLayer(NamedTuple):
     # None: the matrices above are float16 groups; else they are int8 rows (native_kernels.Int8Rows' values: a
     # drafter's own layer, packed_layer(int8=True)) and these their scales in packed group order, (qkv, o, gated, down)
     scales: Optional[tuple] = None
+    # None: as above; else the matrices are a GGUF's blocks as tiles (block_weights.py), with these format codes
+    # (qkv, o, gated, down): register_block_layer
+    formats: Optional[tuple] = None
 
 
 class PackedModel(NamedTuple):
     layers: list
-    head: torch.Tensor  # [V / GROUP, d, GROUP]
+    head: "torch.Tensor | BlockMatrix | None"  # float16 groups [V / GROUP, d, GROUP], the head's own blocks, or None:
+    # a head the kernels cannot take, multiplied by torch (a drafter's few head rows over a target's block layers)
     nbytes: int  # the packed copies this model added (layers another model packed first are shared, not counted)
 
 
@@ -81,7 +87,9 @@ def _misfit(model) -> str:
         return "lab kernels: CPU only"
     if getattr(model.config, "hidden_act", "silu") != "silu" or model.lm_head.bias is not None:
         return "lab kernels: SiLU-gated MLPs only"
-    if not native_kernels.packable(model.lm_head.weight):
+    head = model.lm_head
+    if not (block_weights.fits_kernels(head.matrix) if isinstance(head, BlockLinear)
+            else native_kernels.packable(head.weight)):
         return UNPACKABLE.format(native_kernels.group())
     return next(filter(None, (layer_misfit(layer) for layer in model.model.layers)), "")
 
@@ -102,6 +110,9 @@ def _layer_misfit(layer) -> str:
     attn, mlp = layer.self_attn, layer.mlp
     if attn.head_dim % native_kernels.lanes():
         return f"lab kernels: head size {attn.head_dim} is not a multiple of {native_kernels.lanes()}"
+    known = _PACKED_LAYERS.get(layer)
+    if known is not None and known.formats is not None:
+        return ""  # a GGUF's blocks, tiled for the kernels when the model was built (register_block_layer)
     if getattr(getattr(mlp, "config", None), "hidden_act", "silu") != "silu":
         return "lab kernels: SiLU-gated MLPs only"
     stacks = [(attn.q_proj, attn.k_proj, attn.v_proj), (attn.o_proj,), (mlp.gate_proj,), (mlp.up_proj,),
@@ -117,12 +128,35 @@ def packed_model(model) -> PackedModel:
     if known is None:
         made = [layer not in _PACKED_LAYERS for layer in model.model.layers]  # the layers this model packs first
         layers = [packed_layer(layer) for layer in model.model.layers]
-        head = native_kernels.pack(model.lm_head.weight)
-        nbytes = head.numel() * head.element_size() + sum(
+        blocks = isinstance(model.lm_head, BlockLinear)  # the head's own blocks: no copy
+        packable = not blocks and native_kernels.packable(model.lm_head.weight)
+        head = model.lm_head.matrix if blocks else native_kernels.pack(model.lm_head.weight) if packable else None
+        nbytes = (head.numel() * head.element_size() if packable else 0) + sum(
             packed_layer_bytes(layer) for layer, new in zip(model.model.layers, made) if new)
         known = _PACKED[model] = PackedModel(layers, head, nbytes)
-        packed_weights.remember_module_copy(model, known.nbytes, KIND)
+        packed_weights.remember_module_copy(model, known.nbytes, kind(model))
     return known
+
+
+def kind(model) -> str:
+    """The runner label's words for the model's weights on the kernels: 'lab kernels (float16 weights)', or
+    'lab kernels (Q4_1 + Q8_0 blocks)' for a GGUF's blocks."""
+    formats = block_weights.block_formats(model)
+    return f"lab kernels ({' + '.join(formats)} blocks)" if formats else KIND
+
+
+def register_block_layer(layer, qkv: BlockMatrix, o: BlockMatrix, gated: BlockMatrix, down: BlockMatrix) -> None:
+    """A decoder layer whose products are a GGUF's blocks (specdec/models/block_model.py): its packed layer, shared
+    by every model that holds the layer (an early exit over the target's first layers), made once at load."""
+    matrices = (qkv, o, gated, down)
+    if any(not block_weights.fits_kernels(m) for m in matrices):
+        raise ValueError(f"lab kernels: block matrices need rows in multiples of {native_kernels.group()}")
+    _PACKED_LAYERS[layer] = PackedLayer(
+        input_norm=(layer.input_layernorm.weight.detach(), layer.input_layernorm.variance_epsilon),
+        qkv=qkv.contiguous_tiles(), qkv_bias=None, o=o.contiguous_tiles(), o_bias=None,
+        post_norm=(layer.post_attention_layernorm.weight.detach(), layer.post_attention_layernorm.variance_epsilon),
+        gated=gated.contiguous_tiles(), gated_bias=None, down=down.contiguous_tiles(), down_bias=None,
+        formats=tuple(m.code for m in matrices))
 
 
 def packed_layer(layer, int8: bool = False) -> PackedLayer:
@@ -147,7 +181,7 @@ def packed_layer_bytes(layer) -> int:
     total = 0
     for made in (_PACKED_LAYERS, _PACKED_INT8_LAYERS):
         known = made.get(layer)
-        if known is not None:
+        if known is not None and known.formats is None:  # a GGUF's blocks are the layer's own weights, not a copy
             tensors = (known.qkv, known.o, known.gated, known.down) + tuple(known.scales or ())
             total += sum(t.numel() * t.element_size() for t in tensors)
     return total
@@ -220,6 +254,8 @@ def c_layer(w: PackedLayer, keys: torch.Tensor, values: torch.Tensor) -> native_
                                  keys.data_ptr(), values.data_ptr())
     if w.scales is not None:
         layer.qkv_scales, layer.o_scales, layer.gated_scales, layer.down_scales = (t.data_ptr() for t in w.scales)
+    if w.formats is not None:
+        layer.qkv_format, layer.o_format, layer.gated_format, layer.down_format = w.formats
     return layer
 
 
@@ -230,9 +266,14 @@ class LabKernelRunner(StaticLlamaRunner):
     _threads = 0  # during a call: the kernels' thread count; 0: the call runs on torch's layers and head
 
     def _prepare_weights(self, model) -> None:
-        self.layers = [layer_weights(layer, packed=False) for layer in model.model.layers]  # long forwards
-        self.head = plain_weights(model.lm_head)
+        # long forwards on torch's float32 products; a model with a GGUF's blocks has no float weights for them and
+        # runs every forward on the kernels
+        self.long_rows = float("inf") if block_weights.has_blocks(model) else LONG_ROWS
+        if self.long_rows == LONG_ROWS:
+            self.layers = [layer_weights(layer, packed=False) for layer in model.model.layers]
+            self.head = plain_weights(model.lm_head)
         self.packed = packed_model(model)
+        self.lm_head = model.lm_head
         self.lib = native_kernels.library()
         config = model.config
         self.width = config.hidden_size
@@ -246,7 +287,7 @@ class LabKernelRunner(StaticLlamaRunner):
     @torch.inference_mode()
     def _call(self, ids: list[int], last_only: bool) -> torch.Tensor:
         # the model's count (threads_for_model) for the kernels; 0: a long forward, on torch's layers and head
-        self._threads = torch.get_num_threads() if len(ids) <= LONG_ROWS else 0
+        self._threads = torch.get_num_threads() if len(ids) <= self.long_rows else 0
         if not self._threads:
             return super()._call(ids, last_only)
         torch.set_num_threads(1)  # the few torch ops around the kernel calls (embedding, final norm) on this thread
@@ -275,4 +316,8 @@ class LabKernelRunner(StaticLlamaRunner):
     def _logits(self, rows: torch.Tensor) -> torch.Tensor:
         if not self._threads:
             return super()._logits(rows)
+        if isinstance(self.packed.head, BlockMatrix):
+            return block_weights.product(rows, self.packed.head, self._threads)
+        if self.packed.head is None:
+            return F.linear(rows, self.lm_head.weight, self.lm_head.bias)
         return native_kernels.product(rows, self.packed.head, self._threads)

@@ -36,6 +36,7 @@ from specdec.runners.packed_weights import cpu_flags, cpu_name, exact_in_float16
 import torch
 
 SOURCE = Path(__file__).with_name("native") / "decode_kernels.c"
+SOURCES = (SOURCE, SOURCE.with_name("block_products.c"))  # the second is #included by the first: one compile unit
 NEEDED_FLAGS = ("avx2", "f16c", "fma")
 _LOCK = threading.Lock()
 _STATE: dict = {}  # "library": the loaded CDLL or None; "reason": why None
@@ -65,7 +66,7 @@ def target() -> tuple[str, ...]:
 
 def library_path(cc: str) -> Path:
     """Where the build for this source, compiler, target and CPU lives."""
-    digest = hashlib.sha256(SOURCE.read_bytes())
+    digest = hashlib.sha256(b"".join(source.read_bytes() for source in SOURCES))
     digest.update(" ".join(build_command(cc, Path("s"), Path("o"), target())).encode())
     digest.update(f"{cpu_name()} {sorted(cpu_flags())} {platform.machine()}".encode())
     return cache_dir() / "kernels" / f"decode_kernels-{digest.hexdigest()[:16]}.so"
@@ -152,7 +153,10 @@ class Layer(ctypes.Structure):
         ("given_input", ctypes.c_void_p), ("given_width", ctypes.c_int),  # NULL: q, k, v project input_norm(hidden)
         # NULL: float16 groups; else the matrix is int8 rows with these scales (a drafter's layer)
         ("qkv_scales", ctypes.c_void_p), ("o_scales", ctypes.c_void_p), ("gated_scales", ctypes.c_void_p),
-        ("down_scales", ctypes.c_void_p)]
+        ("down_scales", ctypes.c_void_p),
+        # 0: float16 groups (int8 rows where scales are given); else the matrix is a GGUF's blocks (block_weights.py)
+        ("qkv_format", ctypes.c_int), ("o_format", ctypes.c_int), ("gated_format", ctypes.c_int),
+        ("down_format", ctypes.c_int)]
 
 
 class Shape(ctypes.Structure):
@@ -173,6 +177,10 @@ def _declare(lib):
     lib.sd_linear_int8.restype = integer
     lib.sd_softmax_first.argtypes = [pointer, integer, integer, pointer, pointer, integer]
     lib.sd_softmax_first.restype = integer
+    lib.sd_linear_blocks.argtypes = [pointer, integer, integer, pointer, integer, integer, pointer, integer]
+    lib.sd_linear_blocks.restype = integer
+    lib.sd_block_rows.argtypes = [pointer, integer, integer, pointer, integer, pointer]
+    lib.sd_block_rows.restype = None
     for name in ("sd_linear", "sd_exp"):
         getattr(lib, name).restype = None
     lib.sd_layers.argtypes = [ctypes.POINTER(Layer), integer, ctypes.POINTER(Shape), pointer, integer, integer,

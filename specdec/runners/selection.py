@@ -1,5 +1,6 @@
 """Which runner runs a model: the one choice every caller (a loaded model, a drafter's shared network) makes.
 
+LabKernelRunner for a model holding a GGUF's blocks (block_weights.has_blocks: it has no float weights for the others);
 HFEagerRunner where asked for (backend "hf-eager") or where the runner template does not fit the architecture
 (static.supports_static); LabKernelRunner where the lab's kernels are asked for (kernels "lab": the measured path's
 choice, tuning.py) and fit the model here (lab_kernels.fits); else StaticLlamaRunner. A runner is refused with a
@@ -8,7 +9,7 @@ message, before anything is allocated, when its KV cache would not fit in free m
 from __future__ import annotations
 
 from specdec.models.memory import check_run_fits
-from specdec.runners import lab_kernels, packed_weights
+from specdec.runners import block_weights, lab_kernels, packed_weights
 from specdec.runners.backend import HFEagerRunner, TimedRunner
 from specdec.runners.lab_kernels import LabKernelRunner
 from specdec.runners.static import StaticLlamaRunner, attention_dtype, supports_static
@@ -17,6 +18,8 @@ from specdec.runners.static import StaticLlamaRunner, attention_dtype, supports_
 def runner_class(model, *, backend: str = "auto", kernels: str = "torch") -> type[TimedRunner]:
     """The runner select() makes for this model (module docstring). backend: "auto" or "hf-eager"; kernels:
     "torch" or "lab"."""
+    if block_weights.has_blocks(model):  # a GGUF's blocks run on the kernels only (block_model.py checks they run here)
+        return LabKernelRunner
     if backend == "hf-eager" or not supports_static(model):
         return HFEagerRunner
     if kernels == "lab" and not lab_kernels.fits(model):
@@ -29,7 +32,7 @@ def runner_kind(model, *, backend: str = "auto", kernels: str = "torch") -> str:
     chosen = runner_class(model, backend=backend, kernels=kernels)
     if chosen is HFEagerRunner:
         return "hf-eager"
-    copies = lab_kernels.KIND if chosen is LabKernelRunner else packed_weights.copy_kind(model)
+    copies = lab_kernels.kind(model) if chosen is LabKernelRunner else packed_weights.copy_kind(model)
     return f"static, {copies}" if copies else "static"
 
 

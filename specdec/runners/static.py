@@ -25,6 +25,7 @@ import weakref
 from typing import NamedTuple, Optional
 
 from specdec.runners.backend import TimedRunner
+from specdec.runners.block_weights import embedder
 from specdec.runners.packed_weights import linear, linear_weights, prepared
 
 import torch
@@ -101,7 +102,7 @@ class StaticCacheRunner(TimedRunner):
         self.keys = [torch.empty(shape, dtype=self.kv_dtype, device=self.device) for _ in layers]
         self.values = [torch.empty(shape, dtype=self.kv_dtype, device=self.device) for _ in layers]
         self.cos, self.sin = rotary_tables(model, max_length, dtype, self.device)  # [1, max_length, head_dim]
-        self.embedding = model.model.embed_tokens.weight
+        self.embed = embedder(model.model.embed_tokens)  # ids -> rows (a GGUF's blocks dequantise theirs)
         self.final_norm = (model.model.norm.weight, model.model.norm.variance_epsilon)
         self.scaling = layers[0].self_attn.scaling
         self._prepare_weights(model)
@@ -115,7 +116,7 @@ class StaticCacheRunner(TimedRunner):
     @torch.inference_mode()
     def _call(self, ids: list[int], last_only: bool) -> torch.Tensor:
         layout = self._layout(len(ids))
-        hidden, kept = self._layers(F.embedding(torch.tensor(ids, device=self.device), self.embedding), layout)
+        hidden, kept = self._layers(self.embed(torch.tensor(ids, device=self.device)), layout)
         return self._head(hidden, kept, last_only)
 
     def _layout(self, n: int) -> Layout:

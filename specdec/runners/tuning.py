@@ -8,9 +8,10 @@ fastest that keeps greedy identity is chosen and cached, with its figures, in th
 (SPECDEC_CACHE, default ~/.cache/specdec: tuning.json). `python -m specdec tune` shows and re-measures it.
 
 Candidates: float32 (through float16 weight copies where the weights are float16 values: packed_weights.py),
-float32 on the lab's kernels where they build and fit (lab_kernel_runner.py: float16 weights, row-exact) and, on a
+float32 on the lab's kernels where they build and fit (lab_kernel_runner.py: float16 weights, row-exact), on a
 CPU that computes bfloat16 natively and for models of at least loading.BF16_MIN_PARAMS parameters, bfloat16
-(oneDNN-packed); each on one thread and on every core. Not candidates: float16 activations (CPU
+(oneDNN-packed), and for a model carried as a GGUF file its own blocks (q4_1, q8_0: block_model.py; other numbers than
+float32's, so held to row-exactness and their own identity, not float32's tokens); each on one thread and every core. Not candidates: float16 activations (CPU
 kernels are slow and not row-exact), float32 without the copies (SPECDEC_PACKED_WEIGHTS is process-wide).
 
 Each candidate, on a fixed CONTEXT-token prefix: the median of REPEATS one-token forwards (a decoding step), of
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from specdec import config
-from specdec.models.dtypes import BF16_MIN_PARAMS, dtype_name
+from specdec.models.dtypes import BF16_MIN_PARAMS, BLOCK_FORMATS, block_weights_label, dtype_name
 from specdec.runners import lab_kernels as lab_kernel_runner
 from specdec.runners import packed_weights, threads
 from specdec.runners.machine_records import (
@@ -53,7 +54,7 @@ from specdec.runners.machine_records import (
 import torch
 
 FILE_NAME = "tuning.json"
-FORMAT = 4  # bumped when the candidates or the choice rule change: older records are measured again
+FORMAT = 5  # bumped when the candidates or the choice rule change: older records are measured again
 CONTEXT = 48  # prefix tokens before every timed forward
 PROBE_K = 4  # the verification timed is K + 1 tokens
 PROBE_TOKENS = 8  # greedy tokens of the identity probe (>= PROBE_K + 1)
@@ -80,8 +81,9 @@ class CandidateFigures:
 
     @property
     def label(self) -> str:
-        lab = ", lab kernels" if self.kernels == "lab" else ""
-        return f"{self.dtype}{lab}, {self.threads} thread{'s' if self.threads != 1 else ''}"
+        lab, what = ", lab kernels" if self.kernels == "lab" else "", block_weights_label(self.dtype) \
+            if self.dtype in BLOCK_FORMATS else self.dtype
+        return f"{what}{lab}, {self.threads} thread{'s' if self.threads != 1 else ''}"
 
 
 @dataclass
@@ -206,7 +208,8 @@ def probe_candidate(loaded, thread_count: int, reference: Optional[list[int]]) -
     CONTEXT-token prefix for timing."""
     threads.set_model_threads(loaded.model, thread_count)
     runner = loaded.new_runner(loaded.real_vocab_size, CONTEXT + PROBE_TOKENS + 2)
-    figures = CandidateFigures(dtype_name(loaded.dtype), thread_count, loaded.runner_kind, kernels=loaded.kernels)
+    figures = CandidateFigures(getattr(loaded, "weights", "") or dtype_name(loaded.dtype), thread_count,
+                               loaded.runner_kind, kernels=loaded.kernels)
     token = int(runner.prefill(probe_ids(loaded.real_vocab_size)).argmax())
     tokens, rows = [token], []
     for _ in range(PROBE_TOKENS):
@@ -258,7 +261,7 @@ def threads_by_rows(best: CandidateFigures, candidates: list[CandidateFigures]) 
 def exclusion(figures: CandidateFigures, tokens: list[int], reference: Optional[list[int]]) -> str:
     if not figures.identical:
         return "a batched verification chose other greedy tokens than one-token steps"
-    if reference is not None and tokens != reference:
+    if reference is not None and tokens != reference and figures.dtype not in BLOCK_FORMATS:
         return "its greedy tokens differ from float32's"
     if figures.dtype != "float32" and not figures.rows_exact:
         return "its batched rows differ from one-token rows (products not row-exact here)"
@@ -274,8 +277,8 @@ def bf16_reason(parameters: int) -> str:
     return ""
 
 
-def measure_paths(loaded_float32, key: dict, repeats: int = REPEATS) -> TunedPath:
-    """Probes and times every candidate of a float32-loaded model (bfloat16 as a converted copy) and chooses."""
+def measure_paths(loaded_float32, key: dict, repeats: int = REPEATS, blocks: Optional[dict] = None) -> TunedPath:
+    """Probes, times and chooses among every path of a float32-loaded model (bf16: a copy; blocks: tuned_path's)."""
     started = time.perf_counter()
     parameters = sum(p.numel() for p in loaded_float32.model.parameters())
     before, before_rows = threads.model_threads(loaded_float32.model), threads.row_threads(loaded_float32.model)
@@ -299,6 +302,8 @@ def measure_paths(loaded_float32, key: dict, repeats: int = REPEATS) -> TunedPat
             else:
                 as_bf16 = bfloat16_copy(loaded_float32)
                 trials += [probe_candidate(as_bf16, count, reference) for count in thread_candidates()]
+            trials += [probe_candidate(load(), count, None)  # a block model: load() gives the one cached model
+                       for load in (blocks or {}).values() for count in thread_candidates()]
             time_interleaved(trials, repeats)
     finally:
         threads.set_model_threads(loaded_float32.model, before)
@@ -306,9 +311,9 @@ def measure_paths(loaded_float32, key: dict, repeats: int = REPEATS) -> TunedPat
     candidates = [trial.figures for trial in trials]
     best, why = choose(candidates)
     del trials  # their runners; then the weight copies of the kernels not chosen go too
-    if best.kernels == "lab":
+    if best.kernels == "lab" or best.dtype in BLOCK_FORMATS:  # a block path chosen: no float copy is needed
         packed_weights.forget_copies(loaded_float32.model)
-    else:
+    if best.kernels != "lab" or best.dtype in BLOCK_FORMATS:
         lab_kernel_runner.forget(loaded_float32.model)
     return TunedPath(key, best.dtype, best.threads, why, candidates, skipped,
                      round(time.perf_counter() - started, 2), time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
@@ -360,21 +365,22 @@ def cached_for(source: str, device: torch.device, trust_remote_code: bool = Fals
 
 
 def tuned_path(source: str, device: torch.device, load_float32: Callable[[], object], *,
-               trust_remote_code: bool = False, refresh: bool = False, say: Callable[[str], None] = lambda m: None
-               ) -> TunedPath:
-    """The cached choice for this model's key, or a fresh measurement (stored). load_float32() loads the model in
-    float32 (through the shared model cache)."""
+               trust_remote_code: bool = False, refresh: bool = False, say: Callable[[str], None] = lambda m: None,
+               blocks: Optional[dict] = None) -> TunedPath:
+    """The cached choice for this model's key, or a fresh measurement (stored). load_float32() loads it in float32 (the
+    shared model cache); blocks: {format: load()} of its GGUF block paths (the key names them)."""
     config = local_config(source, trust_remote_code)
     loaded = None
     if config is None:
         loaded = load_float32()
         config = loaded.model.config
     key = tuning_key(config, device)
+    key.update({"gguf blocks": sorted(blocks)} if blocks else {})
     known = None if refresh else cached_path(key)
     if known is not None:
         return known
     say("Measuring the fastest exact path on this machine (once per model shape and machine: a few seconds)…")
-    path = measure_paths(loaded or load_float32(), key)
+    path = measure_paths(loaded or load_float32(), key, blocks=blocks)
     store(path)
     return path
 

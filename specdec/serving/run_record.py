@@ -6,12 +6,16 @@ inspector, replay, exports, report, the class board, the tour's records) renders
 widget to say what ran. Plain data: no gradio, no torch."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import time
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Optional
 
+from specdec.engine.events import DecodeSettings, RunResult, from_plain
 from specdec.engine.theory import measured_alpha
 from specdec.measure.speedup import Estimate, Policy
 from specdec.serving.request import RunRequest
+
+STORE_VERSION = 1  # to_store's shape; a browser's entry of another version is not read
 
 
 @dataclass
@@ -30,6 +34,7 @@ class RunRecord:
     shared_note: str = ""  # a run made once for several identical requests says so
     vllm: Any = None  # a run on a vLLM server: the UI's view of its record (p, q and the draws are not known)
     exports: list = field(default_factory=list)  # the files written for it (the UI's download box)
+    at: float = field(default_factory=time.time)  # when it was made (wall clock)
 
     # --- what ran, read from the run ------------------------------------------------------------------------------
     @property
@@ -99,6 +104,39 @@ class RunRecord:
         drafter = self.draft if self.drafted_by in (None, self.draft) else f"{self.draft} → {self.drafted_by}"
         family = f" ({self.family})" if self.family else ""
         return f"Ran {self.result.target_name} with {drafter}{family}, {self.k_words()}."
+
+    # --- kept in the person's own browser (the app's page reload shows it again) ----------------------------------
+    def to_store(self) -> dict:
+        """The record as plain JSON for the browser's storage: the request (its prompt text too: it goes back to the
+        browser that typed it, never to a server-side store), the run, the timed pair shown in the plots and the
+        measurement. A vLLM run is not kept (its server's record is not the lab's)."""
+        return {"version": STORE_VERSION, "request": {**self.request.to_dict(), "prompt": self.request.prompt,
+                                                      "settings": asdict(self.request.settings)},
+                "prompt_text": self.prompt_text, "result": self.result.to_dict(), "engine": self.engine,
+                "compute": self.compute, "stopped": self.stopped, "shared_note": self.shared_note, "at": self.at,
+                "estimate": None if self.estimate is None else asdict(self.estimate),
+                "baseline": None if self.baseline is None else self.baseline.to_dict(),
+                "measured": None if self.measured is None else self.measured.to_dict()}
+
+    @classmethod
+    def from_store(cls, data) -> Optional["RunRecord"]:
+        """The record a browser kept (to_store), or None for anything else: another version, an edited or partial
+        entry. Enough to show every view of the run again; a restored run is not measured again."""
+        try:
+            if data.get("version") != STORE_VERSION:
+                return None
+            asked = dict(data["request"])
+            request = RunRequest(**{**asked, "settings": from_plain(DecodeSettings, asked["settings"])})
+            known = {f.name for f in fields(Estimate)}
+            runs = {name: RunResult.from_dict(data[name]) if data.get(name) else None
+                    for name in ("result", "baseline", "measured")}
+            return cls(request, str(data["prompt_text"]), runs["result"], engine=str(data["engine"]),
+                       compute=str(data.get("compute", "")), stopped=bool(data.get("stopped")),
+                       shared_note=str(data.get("shared_note", "")), at=float(data.get("at", 0.0)),
+                       estimate=Estimate(**{k: v for k, v in data["estimate"].items() if k in known})
+                       if data.get("estimate") else None, baseline=runs["baseline"], measured=runs["measured"])
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return None
 
     # --- exports -----------------------------------------------------------------------------------------------------
     def to_dict(self) -> dict:

@@ -15,8 +15,7 @@ from typing import Iterator, Optional
 from specdec.engine.events import DecodeSettings
 from specdec.measure.speedup import Policy, ShownRun, config_key, engine_contestants, measure
 from specdec.measure.sweep import remember
-from specdec.models.presets import all_model_choices
-from specdec.planning.run import draft_names
+from specdec.ui.choices import offered_names
 from specdec.serving.class_board import PRIVATE_LABEL, BoardRun, ClassBoard, SweepRecord, board_path
 from specdec.serving.run_record import RunRecord
 from specdec.serving.shared_measurements import Progress, SharedMeasurements, normal_text
@@ -36,7 +35,7 @@ OWN_MODEL = "own model"  # the board's name for a draft the user typed (a Hub id
 
 def shown_draft(name: str) -> str:
     """A draft's name as everyone may see it: one the app offers, or "none"; a name the user typed is OWN_MODEL."""
-    return name if name == "none" or name in draft_names() or name in all_model_choices() else OWN_MODEL
+    return name if name == "none" or name in offered_names() else OWN_MODEL
 
 
 def config_label(record: RunRecord) -> str:

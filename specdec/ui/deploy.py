@@ -18,7 +18,8 @@ from specdec.ui.guard import harden_inputs
 log = logging.getLogger(__name__)
 EXPORT_MAX_AGE_S = 3600  # export files (trace CSV/JSON, sweep CSV) are kept this long
 CLEAN_EVERY_S = 900
-EXPORT_NAMES = {"specdec-trace.csv", "specdec-trace.json", "specdec-sweep.csv"}  # what tables.py writes
+# what the app writes: tables.py's exports, the tour's handout with a learner's work
+EXPORT_NAMES = {"specdec-trace.csv", "specdec-trace.json", "specdec-sweep.csv", "specdec-workshop-handout.html"}
 
 
 def flag_for(name: str) -> str:

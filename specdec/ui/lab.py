@@ -5,7 +5,6 @@ generators of {output name: value} dicts, testable without a server (wiring.py b
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 
 from specdec.measure.speedup import INTERACTIVE, SWEEP, Policy, cached
 from specdec.measure.sweep import CONSTANT, SweepRunner
@@ -14,7 +13,7 @@ from specdec.serving.request import RunRequest
 from specdec.serving.run_record import RunRecord
 from specdec.ui.classroom import Classroom
 from specdec.ui.models import describe_error, load_target_and_drafts
-from specdec.ui.names import explain_unknown_names
+from specdec.ui.names import explain_unknown_names, folders_allowed, offered_only_when_public
 from specdec.ui.session import Session
 from specdec.ui.views.render import render_error, render_status
 
@@ -34,10 +33,9 @@ class Prepared:
 
 
 def error_update(exc: BaseException) -> dict:
-    """Shows the problem as a toast and in the error box; every other output is left as it is."""
-    message = describe_error(exc)
-    gr.Warning(message)
-    return {"error": render_error(message), "status": ""}
+    """Shows the problem once, in the tab's error box beside the button that caused it (no toast: one message per
+    bad input); every other output is left as it is."""
+    return {"error": render_error(describe_error(exc)), "status": ""}
 
 
 class LabCore:
@@ -45,18 +43,24 @@ class LabCore:
     and preparing a prompt, the shared speedup measurement, Stop. The Generate tab's Lab
     (tabs/generate/callbacks.py) adds its own callbacks; the app is built with that one."""
 
-    def __init__(self, engine=None, *, device: str = "auto", allow_local_paths: bool = True,
+    def __init__(self, engine=None, *, device: str = "auto", allow_local_paths: bool | None = None,
                  token_interval_s: float = 0.02, heavy_interval_s: float = 0.25, settle_s: float = 0.3,
                  policy: Policy = INTERACTIVE, sweep_policy: Policy = SWEEP, classroom: Classroom | None = None):
         if engine is None:
             import specdec as engine
-        self.engine = engine
-        self.load = explain_unknown_names(partial(engine.load_model, device=device, dtype="auto",
-                                                  trust_remote_code=False, allow_local_paths=allow_local_paths))
+        self.engine, self.device = engine, device
+        self.allow_local_paths = allow_local_paths  # None: as the deployment is (local_paths_allowed)
+        self.load = offered_only_when_public(explain_unknown_names(self.load_model))
         self.token_interval_s, self.heavy_interval_s = token_interval_s, heavy_interval_s
         self.settle_s = settle_s  # pause before timed runs that follow a heavy UI update
         self.policy, self.sweep_policy = policy, sweep_policy  # when a measurement has repeated enough
         self.classroom = classroom or Classroom()  # what this process's users share (classroom.py)
+
+    def load_model(self, name: str, **kwargs):
+        """The engine's loader as the app calls it: the app's device and dtype unless the caller names its own (a draft
+        model follows its target's), never remote code, folders on this machine only where allowed."""
+        return self.engine.load_model(name, **{"device": self.device, "dtype": "auto", **kwargs,
+                                               "trust_remote_code": False, "allow_local_paths": local_paths_allowed(self)})
 
     # --- shared preparation ---------------------------------------------------------------------
     def prepare(self, prompt, clean, target_name: str, draft_names: list[str], chat: bool = True):
@@ -113,7 +117,7 @@ class LabCore:
         current step. It writes no output (only a toast): the run reports "Stopped" itself, and a reply
         arriving after that must not replace it."""
         if session.request_stop(run_id):
-            gr.Info("Stopping after the current step…")
+            gr.Info("Stopping after the current step…", duration=3)
         return {}
 
 
@@ -166,5 +170,5 @@ def measure_points(runner: SweepRunner, points, session: Session, progress):
 
 
 def local_paths_allowed(lab: LabCore) -> bool:
-    """The Lab's allow_local_paths (its loader is a partial that carries it); False when it cannot tell."""
-    return bool(getattr(getattr(lab.load, "__wrapped__", None), "keywords", {}).get("allow_local_paths", False))
+    """Whether this Lab loads models from folders on this machine (names.folders_allowed of its allow_local_paths)."""
+    return folders_allowed(lab.allow_local_paths)

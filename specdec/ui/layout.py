@@ -116,11 +116,13 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
         workload_tab.wire(lab, c, session)
         tour.wire_tour(c, session)
         tour.wire_links(c, session, demo.load, [example[0] for example in EXAMPLES])  # links that carry a state
+        generate_tab.wire_restore(lab, c, session, demo.load)  # the last run this browser kept
         c["projector"].change(None, [c["projector"]], [c["projector"]], js=PROJECTOR_JS, api_visibility="private")
         wire_compact_controls(c)
         add_svg_buttons(c)
         c["preload_timer"] = gr.Timer(1.0)  # the start-up fetch and preload report in the status line
-        on(c["preload_timer"].tick, preload_update, [session], pick(c, "status", "target", "draft", timer="preload_timer"),
+        on(c["preload_timer"].tick, preload_update, [session], pick(c, "status", "target", "draft", "k",
+                                                                    timer="preload_timer"),
            api_visibility="private", concurrency_limit=None)
     demo.queue(default_concurrency_limit=1)
     return demo

@@ -1,28 +1,21 @@
-"""Model names a user typed: a mistyped one is reported as unknown, with the close matches."""
+"""Model names a user typed: a mistyped one is reported as unknown, with the close matches; on a public deployment a
+visitor's name never starts a download of a model the app does not offer."""
 from __future__ import annotations
 
 import difflib
 import os
 from functools import wraps
-from typing import Callable
+from typing import Callable, Optional
 
-from specdec.errors import ModelLoadError
+from specdec.errors import ModelLoadError, NotOfferedError
 from specdec.models import presets
-
-
-def known_names() -> list[str]:
-    """Bundled and preset models, `auto`, and the named drafters (prompt lookup, …) when the engine has them."""
-    names = list(presets.all_model_choices())
-    try:
-        from specdec.planning.run import draft_names
-        names += [name for name in draft_names() if name not in names]
-    except Exception:  # noqa: BLE001 (an engine without drafters, or one being changed)
-        pass
-    return names
+from specdec.models.loading import is_downloaded, is_local_path
+from specdec.serving.limits import is_public
+from specdec.ui.choices import offered_names
 
 
 def close_matches(name: str, names: list[str] | None = None) -> list[str]:
-    names = known_names() if names is None else names
+    names = offered_names() if names is None else names
     by_lower = {n.lower(): n for n in names}
     found = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)
     if not found and "/" in name:  # "org/mdoel": compare the part after the organisation too
@@ -34,15 +27,15 @@ def close_matches(name: str, names: list[str] | None = None) -> list[str]:
 
 def is_unknown(name: str, names: list[str] | None = None) -> bool:
     """Neither a known name, nor a folder here, nor an organisation/model Hub id."""
-    names = known_names() if names is None else names
+    names = offered_names() if names is None else names
     return name not in names and "/" not in name and not os.path.isdir(os.path.expanduser(name))
 
 
 def unknown_model_message(name: str, matches: list[str]) -> str:
-    hint = f" Did you mean {' or '.join(matches)}?" if matches else (
-        f" Known here: {', '.join(presets.bundled_model_names()) or 'none'}.")
-    return (f"Unknown model {name!r}: it is not a bundled model, a preset, a folder on this machine or a "
-            f"downloaded Hugging Face Hub id.{hint}")
+    """One short line: the name, then the close matches (or what a name may be)."""
+    if matches:
+        return f"Unknown model {name!r}. Did you mean {' or '.join(matches)}?"
+    return f"Unknown model {name!r}: not a drafter, a preset, a folder here or a Hub id (organisation/name)."
 
 
 def explain_unknown_names(load: Callable) -> Callable:
@@ -55,7 +48,7 @@ def explain_unknown_names(load: Callable) -> Callable:
             return load(name, *args, **kwargs)
         except ModelLoadError as exc:
             text = (name or "").strip()
-            names = known_names()
+            names = offered_names()
             if not text or text in names:
                 raise
             matches = close_matches(text, names)
@@ -64,4 +57,36 @@ def explain_unknown_names(load: Callable) -> Callable:
             if matches:
                 raise type(exc)(f"{exc} Close matches: {', '.join(matches)}.") from exc
             raise
+    return checked
+
+
+def folders_allowed(setting: Optional[bool]) -> bool:
+    """Whether the app loads models from folders on this machine: as its operator set it (--allow-local-paths,
+    SPECDEC_ALLOW_LOCAL_PATHS: the Lab's allow_local_paths), else not on a public deployment (is_public)."""
+    return not is_public() if setting is None else bool(setting)
+
+
+def loads_for_a_visitor(name: str) -> bool:
+    """Whether a public deployment loads `name` when a visitor names it: one the app offers (choices.offered_names),
+    a Hub id already downloaded on this machine, or a folder (which the loader's allow_local_paths then decides)."""
+    return name in offered_names() or is_local_path(name) or is_downloaded(name)
+
+
+def not_offered_message(name: str) -> str:
+    matches = close_matches(name)
+    hint = (f" Did you mean {' or '.join(matches)}?" if matches else
+            " Choose one from the Target and Draft lists, or run SpecDec Lab yourself (python app.py) to try any Hub id.")
+    return (f"{name!r} is not one of the models this public deployment offers, nor downloaded on it, and a name typed "
+            f"here never starts a download.{hint}")
+
+
+def offered_only_when_public(load: Callable) -> Callable:
+    """Wraps load(name, …): on a public deployment (serving.limits.is_public) a name that is neither offered nor
+    downloaded here is refused before anything is fetched (NotOfferedError); elsewhere every name loads."""
+    @wraps(load)
+    def checked(name, *args, **kwargs):
+        text = (name or "").strip()
+        if text and is_public() and not loads_for_a_visitor(text):
+            raise NotOfferedError(not_offered_message(text))
+        return load(name, *args, **kwargs)
     return checked

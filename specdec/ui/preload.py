@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from specdec.models import fetch, presets
-from specdec.ui.defaults import default_draft
 from specdec.serving.request import decode_settings
+from specdec.ui.defaults import default_draft, measure_here, measured_here
 from specdec.ui.lab import LabCore
 from specdec.ui.models import describe_error
 
@@ -83,6 +83,11 @@ def load_and_run(lab: LabCore, target: str, draft: str, state: PreloadState) -> 
     state.say(f"Warming up {target} + {draft}…")
     ids = lab.engine.encode_prompt(t, "Write a Python function that adds two numbers.", True)
     lab.engine.generate(t, d, ids, decode_settings(4, 0.0, 1.0, 0, 8, 0))
+    if target == presets.DEFAULT_TARGET:  # the default draft and K, from what auto measures on this machine
+        try:
+            measure_here(t, lambda name: lab.engine.load_drafter(name, t, load_model=lab.load), say=state.say)
+        except Exception as exc:  # noqa: BLE001 (the cards' default stays; the app serves)
+            log.warning("preload: measuring the default draft failed: %s", describe_error(exc))
     return target, draft
 
 
@@ -114,6 +119,8 @@ def preload_update(session=None, state: PreloadState = PRELOAD) -> dict:
     update["status"] = ""
     if state.fallback_reason:
         update.update(status=render_status(state.fallback_reason), target=FALLBACK_PAIR[0], draft=FALLBACK_PAIR[1])
+    elif (here := measured_here()) is not None and not getattr(session, "settings_chosen", False):
+        update.update(draft=gr.update(value=here.name, info=here.why()), k=here.k)  # this machine's default
     return update
 
 

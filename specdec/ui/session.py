@@ -24,6 +24,7 @@ class Session:
     run_id: str = ""  # the timed run in progress, or the last one
     stop_for: Optional[str] = None  # the id of the run a Stop was pressed during
     next_run_id: Optional[str] = None  # the id the browser made for the run about to start (layout.tied_to_run)
+    settings_chosen: bool = False  # a link or an exercise set the page's settings: the measured default leaves them
 
     @property
     def stop_requested(self) -> bool:

@@ -8,6 +8,8 @@ from specdec.drafters import registry
 from specdec.engine.schedules import CONFIDENCE_THRESHOLD, SCHEDULES
 from specdec.models import presets
 from specdec.planning.choice import AUTO
+from specdec.serving.limits import is_public
+from specdec.ui.choices import draft_choices
 from specdec.ui.defaults import default_draft
 from specdec.ui.share_link import build_copy_link
 from specdec.ui.vllm import engine as vllm_engine
@@ -58,15 +60,14 @@ def models_note(target: str, draft: str) -> dict:
 
 def engine_shown() -> bool:
     """The engine choice is offered except on a public deployment without an operator-set server."""
-    return not vllm_engine.public_deployment() or bool(vllm_engine.operator_urls()[0])
+    return not is_public() or bool(vllm_engine.operator_urls()[0])
 
 
 def build_sidebar(c: dict) -> None:
     first = presets.PAIR_PRESETS[0]
     default = default_draft()
     choices = presets.all_model_choices()
-    drafts = [n for n in choices if n not in (presets.DEFAULT_TARGET, AUTO)]
-    drafts = [default.name] + [AUTO] + [n for n in drafts if n != default.name]
+    drafts = [default.name] + [n for n in draft_choices() if n != default.name]  # the default, then auto, …
     c["preset"] = gr.Dropdown([(p.label, p.key) for p in presets.PAIR_PRESETS], value=first.key,
                               label="Pair preset", elem_id="preset")
     c["preset_note"] = gr.Markdown(preset_line(first), elem_id="preset-note", elem_classes=["explain-note"])

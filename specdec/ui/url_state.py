@@ -14,7 +14,7 @@ from typing import Mapping, Optional, Sequence
 from urllib.parse import urlencode
 
 from specdec.engine.schedules import SCHEDULES
-from specdec.models import presets
+from specdec.ui.choices import offered_names
 from specdec.ui.exercises import EXERCISES, Exercise, find_exercise
 from specdec.ui.request_form import exercise_request, form_values
 
@@ -48,7 +48,7 @@ class LinkSchema:
     the app offers, and the example prompts by number (1 = the first)."""
 
     limits: Mapping[str, tuple[float, float]]
-    models: frozenset = field(default_factory=lambda: frozenset(presets.all_model_choices()))
+    models: frozenset = field(default_factory=lambda: frozenset(offered_names()))
     examples: Sequence[str] = ()
 
     def choices(self, name: str) -> Optional[frozenset]:

@@ -180,12 +180,15 @@ class VllmClient:
     # --- generating -------------------------------------------------------------------------------------
     def stream(self, prompt_ids: list[int], max_tokens: int, *, temperature: float = 0.0, seed: Optional[int] = 0,
                exact_tokens: bool = False, top_p: Optional[float] = None,
-               top_k: Optional[int] = None) -> Iterator[Chunk]:
+               top_k: Optional[int] = None, token_texts: bool = True) -> Iterator[Chunk]:
         """Generator of the completion's Chunks; returns the Completion (spec metrics, usage, wall time).
-        exact_tokens: min_tokens = max_tokens and ignore_eos, for a timed run of exactly max_tokens."""
+        exact_tokens: min_tokens = max_tokens and ignore_eos, for a timed run of exactly max_tokens.
+        token_texts False: no `logprobs` (each token's own text, work for the server), as a load test asks."""
         body = {"model": self.resolve_model(), "prompt": list(prompt_ids), "max_tokens": int(max_tokens),
                 "temperature": float(temperature), "stream": True, "stream_options": {"include_usage": True},
-                "return_token_ids": True, "logprobs": 0, "skip_special_tokens": False}
+                "return_token_ids": True, "skip_special_tokens": False}
+        if token_texts:
+            body["logprobs"] = 0
         if seed is not None:
             body["seed"] = int(seed)
         if top_p is not None:

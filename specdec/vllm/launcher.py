@@ -47,6 +47,9 @@ class ServeSpec:
     pipeline_parallel_size: int = 1
     max_model_len: int = 2048
     enforce_eager: bool = False  # skip vLLM's compiled graph: starts faster, decodes slower (docs/vllm.md)
+    # dynamic speculative decoding: ((first batch size, last batch size, K), ...), vLLM's
+    # num_speculative_tokens_per_batch_size (K = 0: no drafting at those batch sizes; K above `k` is capped to it)
+    k_by_batch: Optional[tuple[tuple[int, int, int], ...]] = None
 
     def speculative_config(self) -> Optional[dict]:
         if self.method is None:
@@ -54,6 +57,8 @@ class ServeSpec:
         if self.method not in METHODS:
             raise VllmError(f"unknown method {self.method!r}: one of {', '.join(METHODS)}")
         config = {"method": self.method, "num_speculative_tokens": int(self.k)}
+        if self.k_by_batch:
+            config["num_speculative_tokens_per_batch_size"] = [list(entry) for entry in self.k_by_batch]
         if self.method == "ngram":
             config.update(prompt_lookup_max=3, prompt_lookup_min=2)
         elif self.method in PLUGINS:  # model-free: no draft

@@ -26,7 +26,9 @@ class RepeatLastDrafter(Drafter):
     @classmethod
     def specs(cls):
         return [DrafterSpec(name=cls.name, drafter=cls, description=cls.description,
-                            build=lambda target, load_model=None: cls(target.real_vocab_size), title="Repeat last")]
+                            build=lambda target, load_model=None: cls(target.real_vocab_size), title="Repeat last",
+                            summary="proposes the last token K times", diagram="last token ──▶ K copies",
+                            note="Pays only on runs of one repeated token.")]
 
     @classmethod
     def cost_shape(cls, spec, meta, hidden):
@@ -60,3 +62,64 @@ def test_the_cost_model_prices_a_plugged_in_family_through_its_class(plugged):
                                 head_rows=16)
     shape = cost_model.draft_shape("repeat-last", target)
     assert shape.family == "repeat last" and shape.network is None
+
+
+# --- the app's lists: every list a person sees names the plugged-in family's drafter -----------------------------
+
+@pytest.fixture(scope="module")
+def app_with_a_plugged_in_family():
+    """The whole app, built (not served) with the toy family's one registry line added."""
+    from specdec.ui.layout import build_app
+    from specdec.ui.tabs.generate.callbacks import Lab
+
+    from tests.ui_fakes import FakeEngine
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(registry, "FAMILIES", (*registry.FAMILIES, RepeatLastDrafter))
+        yield build_app(Lab(FakeEngine()))
+
+
+def component(app, test):
+    return next(block for block in app.blocks.values() if test(block))
+
+
+def dropdown_names(app, label: str) -> list[str]:
+    dropdown = component(app, lambda block: (getattr(block, "label", None) or "").startswith(label)
+                         and hasattr(block, "choices"))
+    return [value for _, value in dropdown.choices]
+
+
+def link_names(app) -> list[str]:
+    from specdec.ui.url_state import LinkSchema, decode_link
+
+    return list(decode_link({"draft": RepeatLastDrafter.name}, LinkSchema(limits={})).values.values())
+
+
+def how_it_works(app) -> str:
+    return component(app, lambda block: getattr(block, "elem_id", None) == "drafter-families").value
+
+
+def board_name(app) -> str:
+    from specdec.ui.classroom import shown_draft
+
+    return shown_draft(RepeatLastDrafter.name)
+
+
+APP_LISTS = {  # where a person sees drafter names -> what that place shows
+    "the sidebar's Draft list": lambda app: dropdown_names(app, "Draft"),
+    "the Sweep's drafts": lambda app: dropdown_names(app, "Drafts"),
+    "a share link's draft": link_names,
+    "How it works' families": how_it_works,
+    "the class board's draft": board_name,
+}
+
+
+@pytest.mark.parametrize("place", list(APP_LISTS))
+def test_a_family_added_to_the_registry_appears_in_every_list_of_the_app(app_with_a_plugged_in_family, place):
+    assert RepeatLastDrafter.name in APP_LISTS[place](app_with_a_plugged_in_family)
+
+
+def test_how_it_works_describes_a_plugged_in_family_from_its_spec(app_with_a_plugged_in_family):
+    paragraph = how_it_works(app_with_a_plugged_in_family).split("(`repeat-last`)")[1].split("**")[0]
+    assert "proposes the last token K times" in paragraph and "Pays only on runs of one repeated token." in paragraph
+

@@ -78,8 +78,9 @@ def one_line(message: str) -> bool:
 
 def test_a_fetch_writes_a_plain_safetensors_llama_folder_into_the_cache(fetched):
     folder, messages = fetched
-    assert folder.name == NAME and leftovers(folder.parent) == [NAME]
+    assert folder.name == NAME and leftovers(folder.parent) == ["gguf", NAME]  # the GGUF kept apart (gguf_files.py)
     assert {p.name for p in folder.iterdir()} == EXPECTED_FILES  # no .gguf, .bin, .pt or .pkl
+    assert [p.name for p in (folder.parent / "gguf" / NAME).iterdir()] == ["tiny.F32.gguf"]
     config = json.loads((folder / "config.json").read_text())
     assert config["model_type"] == "llama" and "quantization_config" not in config
     assert json.loads((folder / "generation_config.json").read_text())["eos_token_id"] == 2  # <|im_end|>
@@ -203,7 +204,7 @@ def test_staging_left_by_a_killed_fetch_is_cleaned_up_next_time(offline):
     stale = offline / f"{fetch.STAGING_PREFIX}{NAME}-999999999-abc123"  # no such process
     (stale / "model").mkdir(parents=True)
     fetch.ensure_model(NAME)
-    assert leftovers(offline) == [NAME]
+    assert leftovers(offline) == ["gguf", NAME]
 
 
 def test_too_little_disk_space_is_refused_before_downloading(offline, monkeypatch):

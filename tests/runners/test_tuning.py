@@ -59,6 +59,8 @@ def test_without_an_allowed_candidate_the_float32_reference_is_kept_and_says_why
     ([1, 3], [1, 2], False, "float32", "differ from float32's"),
     ([1, 2], [1, 2], False, "bfloat16", "not row-exact"),
     ([1, 2], [1, 2], True, "bfloat16", ""),
+    ([1, 3], [1, 2], True, "q4_1", ""),  # a GGUF's blocks compute with the file's own numbers, not float32's
+    ([1, 2], [1, 2], False, "q4_1", "not row-exact"),
 ])
 def test_exclusion_names_the_identity_it_would_break(tokens, reference, rows_exact, dtype, expected):
     candidate = CandidateFigures(dtype, 1, identical=True, rows_exact=rows_exact)
@@ -225,3 +227,25 @@ def test_a_new_measurement_of_a_model_on_the_lab_kernels_measures_torchs_kernels
     monkeypatch.setattr(loaded, "kernels", "lab")  # what an earlier choice leaves on the shared model
     path = tuning.measure_paths(loaded, {"model": "m"}, repeats=1)
     assert {c.kernels for c in path.candidates if c.dtype == "float32"} >= {"torch"}
+
+
+def test_a_gguf_carried_model_times_its_own_blocks_beside_the_float_paths(tmp_path):
+    """The measured `auto` of a model carried as a GGUF: its block paths are candidates (blocks: {format: load()}),
+    row-exact and keeping their own greedy identity, and what `auto` may choose when faster."""
+    from specdec.models.block_model import build_block_model
+    from specdec.models.loading import LoadedModel
+    from specdec.runners import native_kernels
+
+    from tests.tiny_blocks import tiny_block_config, write_tiny_block_gguf
+
+    if not native_kernels.available():
+        pytest.skip(native_kernels.unavailable_reason())
+    path, reference = write_tiny_block_gguf(tmp_path / "tiny.gguf", "Q4_1")
+    floats = LoadedModel("tiny", str(tmp_path), reference, None, CPU, torch.float32)
+    blocks = LoadedModel("tiny", str(tmp_path), build_block_model(tiny_block_config(), path), None, CPU,
+                         torch.float32, kernels="lab", weights="q4_1")
+    measured = tuning.measure_paths(floats, {"model": "tiny"}, repeats=1, blocks={"q4_1": lambda: blocks})
+    ours = [c for c in measured.candidates if c.dtype == "q4_1"]
+    assert [c.threads for c in ours] == tuning.thread_candidates()
+    assert all(c.rows_exact and c.identical and not c.excluded and c.kernels == "lab" for c in ours)
+    assert ours[0].label.startswith("Q4_1 as published, lab kernels") and "Q4_1 + Q8_0 blocks" in ours[0].runner

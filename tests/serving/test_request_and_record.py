@@ -74,3 +74,18 @@ def test_the_exercise_that_started_a_run_is_in_its_record(lab):
     asked = request(exercise="greedy")
     result = generate(target, draft, target.encode(asked.prompt), asked.settings)
     assert RunRecord(asked, asked.prompt, result).exercise == "greedy"
+
+
+def test_a_record_kept_in_the_browser_comes_back_with_every_view_it_had(lab):
+    target, draft = lab
+    asked = request(exercise="greedy")
+    result = generate(target, draft, target.encode(asked.prompt), asked.settings)
+    est = estimate([Pair(Timing(16, 1.0), Timing(16, 1.3), True)] * 6, state="done")
+    record = RunRecord(asked, asked.prompt, result, estimate=est, baseline=result, measured=result)
+    back = RunRecord.from_store(json.loads(json.dumps(record.to_store())))
+    assert back.to_dict() == record.to_dict() and back.request == asked and back.at == record.at
+
+
+@pytest.mark.parametrize("kept", [None, {}, {"version": 0}, {"version": 1, "request": {}}, "text", [1, 2]])
+def test_anything_else_in_the_browsers_storage_is_not_a_record(kept):
+    assert RunRecord.from_store(kept) is None

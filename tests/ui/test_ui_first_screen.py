@@ -1,14 +1,19 @@
 """The first screen's pieces without a browser: the default draft from the model cards, the verdict sentence, the
 docs links, the preset's one-line note and the collapsed details under the four primary cards."""
 import json
+from types import SimpleNamespace
 
+from specdec import load_model
 from specdec.measure.speedup import Estimate
+from specdec.planning.choice import DrafterCosts
 from specdec.models import presets
-from specdec.ui.defaults import best_from_cards, default_draft
+from specdec.ui.defaults import MIN_K, best_from_cards, cards_default, default_draft
 from specdec.ui.links import link_docs
 from specdec.ui.sidebar import models_note, pick_preset
 from specdec.ui.views.cards import auto_card, render_cards
 from specdec.ui.views.verdict import render_progress, render_verdict, verdict_sentence
+
+import pytest
 
 from tests.ui_fakes import mixed_run
 
@@ -22,18 +27,34 @@ def write_card(folder, name, by_k) -> None:
     (folder / name / "card.json").write_text(json.dumps({"best_k_greedy_chat": by_k}))
 
 
-def test_the_default_draft_is_the_best_measured_chat_speedup_at_a_fixed_k(tmp_path):
+def test_until_this_machine_is_measured_the_default_is_the_cards_best_chat_speedup_at_k_3_or_more(tmp_path):
     write_card(tmp_path, "slow", {"1": 0.9, "4": 0.8})
-    write_card(tmp_path, "fast", {"1": 1.05, "2": 1.2, "4": 1.1})
-    write_card(tmp_path, "not-offered", {"1": 3.0})
+    write_card(tmp_path, "fast", {"1": 1.5, "2": 1.3, "4": 1.1})
+    write_card(tmp_path, "not-offered", {"4": 3.0})
     best = best_from_cards(tmp_path, {"slow", "fast"})
-    assert (best.name, best.k, best.speedup) == ("fast", 2, 1.2)
-    assert "1.20× at K = 2" in best.why()
+    assert (best.name, best.k, best.speedup) == ("fast", 4, 1.1)  # K = 1 and 2 are faster there, but show little
+    assert "1.10× at K = 4" in best.why() and "model cards" in best.why()
 
 
-def test_the_shipped_cards_give_a_named_drafter_that_the_draft_list_offers():
-    default = default_draft()
-    assert default.name != "auto" and default.name in presets.all_model_choices() and 1 <= default.k <= 16
+def test_the_shipped_cards_give_a_named_drafter_that_the_draft_list_offers_at_k_3_or_more():
+    default = cards_default()
+    assert default.name != "auto" and default.name in presets.all_model_choices() and MIN_K <= default.k <= 16
+
+
+def test_the_default_measured_here_is_the_best_predicted_drafter_at_k_3_or_more_and_says_so(monkeypatch):
+    from specdec.ui import defaults
+
+    target = load_model("lab-target")
+    monkeypatch.setattr(defaults, "_HERE", [])
+    spec = SimpleNamespace(name="lab-draft-distilled")
+    card = {"figures": {"greedy": {"chat": {"tokens_per_forward": 2.5}}}}
+    costs = DrafterCosts("lab-draft-distilled", {k: 0.05 for k in range(1, 9)}, {k: 1.0 + 0.05 * k for k in range(1, 9)})
+    monkeypatch.setattr("specdec.planning.auto.candidate_cards", lambda specs: {"lab-draft-distilled": card})
+    monkeypatch.setattr("specdec.drafters.registry.drafter_specs", lambda name: [spec])
+    monkeypatch.setattr("specdec.planning.costs.cached_costs", lambda target, name, k_max: costs)
+    chosen = defaults.measure_here(target, load_drafter=lambda name: pytest.fail("measured costs were cached"))
+    assert chosen.name == "lab-draft-distilled" and chosen.k >= MIN_K and chosen.source == "here"
+    assert default_draft() == chosen and "on this machine" in chosen.why()
 
 
 def test_the_verdict_sentence_says_faster_slower_or_no_measurable_difference():

@@ -92,3 +92,20 @@ def test_a_preload_ending_after_a_run_started_only_stops_the_timer():
 def test_a_session_without_a_run_still_sees_the_preload():
     state = PreloadState(message="Warming up smollm2-135m-instruct + auto…")
     assert "Warming up" in preload_update(Session(), state=state)["status"]
+
+
+def test_once_this_machine_has_a_measured_default_a_fresh_page_gets_it(monkeypatch):
+    from specdec.ui import defaults
+
+    here = defaults.DefaultDraft("smollm2-135m-eagle3", 3, 1.4, "here")
+    monkeypatch.setattr(defaults, "_HERE", [here])
+    update = preload_update(Session(), PreloadState(done=True, pair=("t", "d")))
+    assert update["draft"]["value"] == here.name and update["k"] == 3 and "this machine" in update["draft"]["info"]
+
+
+def test_a_page_whose_link_or_exercise_chose_its_settings_keeps_them(monkeypatch):
+    from specdec.ui import defaults
+
+    monkeypatch.setattr(defaults, "_HERE", [defaults.DefaultDraft("smollm2-135m-eagle3", 3, 1.4, "here")])
+    update = preload_update(Session(settings_chosen=True), PreloadState(done=True, pair=("t", "d")))
+    assert "draft" not in update and "k" not in update

@@ -7,6 +7,7 @@ last test kills one mid-stream. float32 on both sides, so that greedy text can b
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -145,6 +146,25 @@ def test_the_cli_prints_the_same_figures_and_the_speedup(servers):
     for needle in ("acceptance by position", "mean acceptance length", "α (accepted / evaluated)",
                    "speedup vs the baseline server", "95% interval", "ngram, K=4"):
         assert needle in done.stderr, needle
+
+
+def test_the_load_test_measures_both_servers_at_each_concurrency_with_identical_greedy_text(servers, tmp_path):
+    prompts = tmp_path / "prompts.json"
+    prompts.write_text(json.dumps(PROMPTS))
+    done = cli("load", "--vllm-url", servers["ngram"]["url"], "--vllm-baseline-url", servers["base"]["url"],
+               "--concurrency", "1,3", "--prompts-file", str(prompts), "--max-new-tokens", "12", "--pairs", "2",
+               "--settle-s", "0.2", "--json", timeout=400)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert [(r["concurrency"], r["engine"]) for r in report["rows"]] == [
+        (1, "speculative"), (1, "baseline"), (3, "speculative"), (3, "baseline")]
+    for row in report["rows"]:
+        assert row["output_tokens_per_s"] > 0 and row["requests"] == 2 * max(2, 2 * row["concurrency"])
+        assert row["same_text"], row  # float32: batched greedy equals each prompt alone, with and without ngram
+    spec = [r for r in report["rows"] if r["engine"] == "speculative"]
+    assert all(r["acceptance_rate"] is not None and r["mean_acceptance_length"] >= 1 for r in spec)
+    assert [s["repeats"] for s in report["speedups"]] == [2, 2] and report["crossover"] is None  # no interval yet
+    assert report["samples"] and all(len(s["token_texts"]) == 12 for s in report["samples"])
 
 
 @pytest.mark.parametrize("case", ["no-speculation", "speculative-baseline", "model-name", "unreachable", "no-url"])

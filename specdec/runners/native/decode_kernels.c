@@ -241,6 +241,9 @@ static void group_rows(const float *x, int rows, int K, const uint16_t *group, f
 }
 
 enum { PLAIN = 0, RESIDUAL = 1, GATED = 2 };
+/* what a matrix's bytes are: float16 groups (int8 rows where its scales are given), or a GGUF's blocks as tiles
+   (block_products.c) */
+enum { FORMAT_GROUPS = 0, FORMAT_Q4_1 = 1, FORMAT_Q8_0 = 2 };
 
 typedef struct {
     const float *x; int M, K;          /* x [M][K] */
@@ -250,9 +253,12 @@ typedef struct {
     int mode;
     const float *scales;               /* int8 rows: each packed group's outputs' scales, W then holds int8; else NULL */
     const int16_t *rounded; const float *steps; /* int8 rows: x rounded to int16 [M][K], each row's step [M] */
+    int format;                        /* FORMAT_GROUPS, or W holds blocks (block_products.c) */
+    const int8_t *qx; const float *qstep, *qsum; /* blocks: x's quantized rows [M][K], [M][K / 32], [M][K / 32] */
 } job_t;
 
 static void int8_rows(const job_t *job, int m, int rows, int group, float *sums);
+static void block_rows(const job_t *job, int m, int rows, int group, float *sums);
 
 /* output group j (GROUP outputs) of every row; the rows in blocks of at most NARROW_ROWS, as even as they divide */
 static void run_group(const void *context, int j, int thread) {
@@ -267,7 +273,10 @@ static void run_group(const void *context, int j, int thread) {
     for (int m = 0, b = 0; m < job->M; b++) {
         int rows = (job->M - m + (blocks - b) - 1) / (blocks - b);
         const float *x = job->x + (size_t)m * job->K;
-        if (job->scales) { /* int8 rows: packed group j * stride (and the up group after it) */
+        if (job->format) { /* blocks: packed group j * stride (and the up group after it) */
+            block_rows(job, m, rows, j * stride, sums);
+            if (job->mode == GATED) block_rows(job, m, rows, j * stride + 1, up);
+        } else if (job->scales) { /* int8 rows: packed group j * stride (and the up group after it) */
             int8_rows(job, m, rows, j * stride, sums);
             if (job->mode == GATED) int8_rows(job, m, rows, j * stride + 1, up);
         } else {
@@ -382,11 +391,24 @@ static void run_pieces(piece_fn fn, const void *context, int count, int threads)
 }
 
 static void round_rows(const float *x, int M, int K, int16_t *rounded, float *steps);
+static void quantize_rows(const float *x, int M, int K, int8_t *q, float *step, float *sum);
 
-/* a product's pieces on the pool; int8 rows first round x to int16 (its scratch: 1 where it cannot be allocated) */
+/* a product's pieces on the pool; int8 rows first round x to int16, blocks quantize it (quantize_rows; the scratch:
+   1 where it cannot be allocated) */
 static int run_job(job_t *job, int threads) {
     int16_t *rounded = NULL;
     float *steps = NULL;
+    if (job->format) {
+        size_t blocks = (size_t)job->M * (job->K / 32);
+        int8_t *qx = malloc(blocks * 32);
+        float *qstep = malloc(blocks * sizeof(float)), *qsum = malloc(blocks * sizeof(float));
+        if (!qx || !qstep || !qsum) { free(qx); free(qstep); free(qsum); return 1; }
+        quantize_rows(job->x, job->M, job->K, qx, qstep, qsum);
+        job->qx = qx, job->qstep = qstep, job->qsum = qsum;
+        run_pieces(run_group, job, job->N / GROUP, threads);
+        free(qx); free(qstep); free(qsum);
+        return 0;
+    }
     if (job->scales) {
         rounded = malloc((size_t)job->M * job->K * sizeof(int16_t));
         steps = malloc((size_t)job->M * sizeof(float));
@@ -481,6 +503,14 @@ static int linear_scaled(const float *x, int M, int K, const uint16_t *W, const 
     return run_job(&job, threads);
 }
 
+/* linear_scaled for a matrix of any format (a layer's: layer_t) */
+static int linear_any(const float *x, int M, int K, const uint16_t *W, int format, const float *scales,
+                      const float *bias, int N, const float *residual, float *y, int threads) {
+    job_t job = {x, M, K, W, bias, N, y, residual, residual ? RESIDUAL : PLAIN, scales};
+    job.format = format;
+    return run_job(&job, threads);
+}
+
 /* linear_scaled for float16 groups (no scratch: it cannot fail) */
 void sd_linear(const float *x, int M, int K, const uint16_t *W, const float *bias, int N,
                const float *residual, float *y, int threads) {
@@ -489,9 +519,11 @@ void sd_linear(const float *x, int M, int K, const uint16_t *W, const float *bia
 
 /* gated [M][N] = silu(norm(x) @ Wgate.T) * (norm(x) @ Wup.T) for a gated pair W; normed: scratch [M][K] */
 static int sd_norm_gated(const float *x, int M, int K, const float *norm_weight, float eps, const uint16_t *W,
-                         const float *scales, const float *bias, int N, float *normed, float *gated, int threads) {
+                         int format, const float *scales, const float *bias, int N, float *normed, float *gated,
+                         int threads) {
     rms_norm(x, M, K, norm_weight, eps, normed);
     job_t job = {normed, M, K, W, bias, N, gated, NULL, GATED, scales};
+    job.format = format;
     return run_job(&job, threads);
 }
 
@@ -499,11 +531,12 @@ static int sd_norm_gated(const float *x, int M, int K, const float *norm_weight,
    [M][Nq + 2 Nkv]); rotary on q and k with cos, sin [M][head_dim] (transformers' apply_rotary_pos_emb:
    q * cos + rotate_half(q) * sin); q out [M][Nq]; k and v written to the caches [kv_heads][cache_len][head_dim] at
    positions slot .. slot + M - 1. */
-static int sd_qkv_rotary(const float *normed, int M, int K, const uint16_t *W, const float *scales,
+static int sd_qkv_rotary(const float *normed, int M, int K, const uint16_t *W, int format, const float *scales,
                          const float *bias, int Nq, int Nkv, int head_dim, const float *cos, const float *sin, float *qkv,
                          float *q, float *keys, float *values, int cache_len, int slot, int threads) {
     int N = Nq + 2 * Nkv, half = head_dim / 2;
     job_t job = {normed, M, K, W, bias, N, qkv, NULL, PLAIN, scales};
+    job.format = format;
     if (run_job(&job, threads)) return 1;
     for (int m = 0; m < M; m++) {
         const float *row = qkv + (size_t)m * N, *c = cos + (size_t)m * head_dim, *s = sin + (size_t)m * head_dim;
@@ -712,6 +745,7 @@ typedef struct {                  /* one decoder layer's packed weights and this
                                                         [M][given_width], already normed (EAGLE-3's layer) */
     const float *qkv_scales, *o_scales, *gated_scales, *down_scales; /* NULL, or the matrix is int8 rows (a drafter's
                                                         layer) with these scales in its packed groups' order */
+    int qkv_format, o_format, gated_format, down_format; /* FORMAT_GROUPS, or the matrix is a GGUF's blocks */
 } layer_t;
 
 typedef struct { int width, heads, kv_heads, head_dim, inner, cache_len; float scale; } shape_t;
@@ -732,15 +766,15 @@ int sd_layers(const layer_t *layers, int n_layers, const shape_t *shape, float *
         const layer_t *w = layers + i;
         if (!w->given_input) rms_norm(hidden, M, d, w->input_norm, w->input_eps, normed);
         if (sd_qkv_rotary(w->given_input ? w->given_input : normed, M, w->given_input ? w->given_width : d, w->qkv,
-                          w->qkv_scales, w->qkv_bias, nq, nkv, shape->head_dim, cos, sin, qkv, q, w->keys, w->values,
+                          w->qkv_format, w->qkv_scales, w->qkv_bias, nq, nkv, shape->head_dim, cos, sin, qkv, q, w->keys, w->values,
                           shape->cache_len, start, threads)) { status = -1; break; }
         attention(q, M, shape->heads, shape->kv_heads, shape->head_dim, w->keys, w->values, shape->cache_len, start,
                   visible, shape->scale, scores, attended, threads);
-        status = -(linear_scaled(attended, M, nq, w->o, w->o_scales, w->o_bias, d, hidden, after, threads)
-                   || sd_norm_gated(after, M, d, w->post_norm, w->post_eps, w->gated, w->gated_scales, w->gated_bias,
-                                    shape->inner, normed, gated, threads)
-                   || linear_scaled(gated, M, shape->inner, w->down, w->down_scales, w->down_bias, d, after, hidden,
-                                    threads));
+        status = -(linear_any(attended, M, nq, w->o, w->o_format, w->o_scales, w->o_bias, d, hidden, after, threads)
+                   || sd_norm_gated(after, M, d, w->post_norm, w->post_eps, w->gated, w->gated_format, w->gated_scales,
+                                    w->gated_bias, shape->inner, normed, gated, threads)
+                   || linear_any(gated, M, shape->inner, w->down, w->down_format, w->down_scales, w->down_bias, d, after,
+                                 hidden, threads));
         if (status) break;
         if (kept && kept[i + 1]) memcpy(kept[i + 1], hidden, rows * d * sizeof(float));
     }
@@ -805,3 +839,5 @@ static void int8_rows(const job_t *job, int m, int rows, int group, float *sums)
 int sd_linear_int8(const float *x, int M, int K, const int8_t *W, const float *scales, int N, float *y, int threads) {
     return linear_scaled(x, M, K, (const uint16_t *)W, scales, NULL, N, NULL, y, threads);
 }
+
+#include "block_products.c"

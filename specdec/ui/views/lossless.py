@@ -26,11 +26,16 @@ def _row(name: str, texts: list[str], first) -> str:
 
 
 def render_greedy(greedy) -> str:
+    """The greedy comparison: which verifier the speculative side ran (named when a broken one was chosen, with the
+    rule its greedy side applied: the broken rule's greedy form, or the real rule where the fault is sampling's), the
+    first difference and its cause, then both decoders' tokens."""
     where = "" if greedy.identical else f"first difference at generated token {greedy.first_difference + 1}. "
-    head = f"Greedy (T = 0, {greedy.dtype}): {where}{greedy.cause}"
+    under = f" with the verifier '{greedy.verifier}'" if greedy.rule else ""
+    head = f"Greedy (T = 0, {greedy.dtype}){under}: {where}{greedy.cause}"
     if greedy.stopped:
         head += " (Stopped before the end.)"
-    return (render_key_result(head, "identical" if greedy.identical else "different")
+    rule = f'<div class="explain-note" data-greedy-rule>{escape(greedy.rule)}</div>' if greedy.rule else ""
+    return (render_key_result(head, "identical" if greedy.identical else "different") + rule
             + _row("speculative", greedy.speculative, greedy.first_difference)
             + _row("target alone", greedy.target_only, greedy.first_difference))
 

@@ -6,19 +6,20 @@ until the final chunk brings the request's per-step acceptance), then take their
 renderers, cards and plots; what vLLM does not expose (p, q, the draws, rejected drafts' ids) is said so.
 With a baseline server the speedup is measured with specdec/measure/speedup.py's rules.
 
-On a public deployment (SPACE_ID set) users cannot give URLs: only the operator's SPECDEC_VLLM_URL (and
-SPECDEC_VLLM_BASELINE_URL) are used, and without them the vLLM engine is off.
+On a public deployment (serving.limits.is_public: a Space, SPECDEC_PUBLIC=1 or --public, unless --no-public or
+SPECDEC_PUBLIC=0) users cannot give URLs: only the operator's SPECDEC_VLLM_URL (and SPECDEC_VLLM_BASELINE_URL) are
+used, and without them the vLLM engine is off.
 """
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass, replace
 from typing import Optional
 
 from specdec import config
 from specdec.engine.theory import live_metrics
 from specdec.models.memory import format_bytes
+from specdec.serving.limits import is_public
 from specdec.serving.request import RunRequest
 from specdec.serving.run_record import RunRecord
 from specdec.ui.throttle import Throttle
@@ -44,10 +45,6 @@ class VllmChoice:
     baseline: Optional[str] = None
 
 
-def public_deployment() -> bool:
-    return bool(os.environ.get("SPACE_ID"))
-
-
 def operator_urls() -> tuple[str, str]:
     return config.get("SPECDEC_VLLM_URL"), config.get("SPECDEC_VLLM_BASELINE_URL")
 
@@ -55,7 +52,7 @@ def operator_urls() -> tuple[str, str]:
 def build_engine_controls(c: dict) -> None:
     """The sidebar's engine radio and the server URLs (fixed by the operator on a public deployment)."""
     url, baseline = operator_urls()
-    locked = public_deployment()
+    locked = is_public()
     c["engine"] = gr.Radio(list(ENGINES), value=LAB, label="Engine", elem_id="engine",
                            interactive=not locked or bool(url),
                            info="vLLM server: a running vLLM with speculative decoding (How it works has more)")
@@ -79,8 +76,8 @@ def choose_engine(session, engine, url, baseline) -> dict:
     """Records the choice in the session; on a public deployment only the operator's URLs are used."""
     if engine != VLLM:
         session.vllm = None
-        return {"engine_note": engine_note(public_deployment(), operator_urls()[0])}
-    if public_deployment():
+        return {"engine_note": engine_note(is_public(), operator_urls()[0])}
+    if is_public():
         url, baseline = operator_urls()
         if not url:
             session.vllm = None

@@ -9,6 +9,7 @@ from specdec.ui.vllm import engine as vllm_engine
 
 import pytest
 
+from tests.ui.test_ui_public import PUBLIC_WAYS, start_app
 from tests.ui_fakes import FakeEngine, form_request, split_request
 from tests.vllm_fakes import FakeLauncher, FakeServers
 
@@ -164,8 +165,9 @@ def test_the_vllm_sweep_needs_a_baseline_server(servers, lab):
     assert "baseline server URL" in last["error"] and launcher.started == []
 
 
-def test_the_vllm_sweep_is_not_offered_on_a_public_deployment(servers, lab, monkeypatch):
+@pytest.mark.parametrize("way", PUBLIC_WAYS)
+def test_the_vllm_sweep_is_not_offered_on_a_public_deployment(servers, lab, monkeypatch, way):
     launcher, session = FakeLauncher(servers), session_on()
-    monkeypatch.setenv("SPACE_ID", "owner/space")
+    start_app(monkeypatch, way)
     last = sweep(lab, session, launcher)[-1]
     assert "not offered on a public deployment" in last["error"] and launcher.started == []

@@ -38,3 +38,17 @@ def test_the_handout_is_written_as_one_self_contained_file(tmp_path):
     path = write_handout(tmp_path, EXERCISES)
     assert path.name == FILE_NAME and path.read_text(encoding="utf-8") == HANDOUT
     assert "http" not in HANDOUT  # nothing to fetch: it prints offline
+
+
+def test_the_learners_prediction_and_measurement_are_printed_on_their_lines():
+    page = handout_html(EXERCISES, {"greedy": ("about 80%", "acceptance rate **84%** (accepted / drafted)")})
+    item = page.split('data-exercise="greedy"')[1].split("</li>")[0]
+    assert '<div class="blank" data-field="prediction"><span>My prediction:</span><i>about 80%</i>' in item
+    assert "acceptance rate <b>84%</b> (accepted / drafted)" in item
+    other = page.split('data-exercise="hot"')[1].split("</li>")[0]
+    assert '<span>My prediction:</span><i></i>' in other  # nothing yet: a blank line to write on
+
+
+def test_a_learners_words_are_escaped_on_the_handout():
+    page = handout_html(EXERCISES, {"greedy": ("<script>alert(1)</script>", "")})
+    assert "<script>" not in page and "&lt;script&gt;" in page

@@ -15,7 +15,7 @@ from specdec.serving.limits import check_sweep_size, current
 from specdec.ui.cost_prediction import Measured, prediction
 from specdec.serving.request import RunRequest
 from specdec.ui.lab import LabCore, error_update, measure_points
-from specdec.ui.models import pick_name
+from specdec.ui.models import describe_error, pick_name
 from specdec.ui.session import Session
 from specdec.ui.views.cost import render
 from specdec.ui.views.render import render_status
@@ -40,8 +40,9 @@ def predict_view(target, draft, target_custom, draft_custom, k, device_key, dtyp
         mine = measured if measured is not None and (measured.target, measured.draft) == (target, draft) else None
         pred = prediction(target, draft, int(k), device, dtype or "auto", mine, allow_local_paths)
         return render(pred, float(alpha), mine)
-    except Exception as exc:  # noqa: BLE001 (every failure becomes a visible message)
-        return error_update(exc)
+    except Exception as exc:  # noqa: BLE001 (a live prediction: a quiet note in its own place, no alarm)
+        return {"summary": render_status(f"No prediction for {target} + {draft}: {describe_error(exc)}"), "status": "",
+                "error": ""}
 
 
 def measure(lab: LabCore, session: Session, request: RunRequest, device_key, dtype, k_values,

@@ -151,6 +151,30 @@ class Lab(LabCore):
             "error": "",
         }
 
+    # --- the last run, kept in this browser -------------------------------------------------------
+    def keep_run(self, session: Session) -> dict:
+        """After a run: its record into the browser's storage (the lab's runs; a vLLM server's is not kept)."""
+        record = session.last_run
+        if record is None or record.engine != "lab" or record.stopped:
+            return {}
+        return {"run_store": record.to_store()}
+
+    def restore_run(self, session: Session, stored) -> dict:
+        """The page opens: the last run this browser kept comes back (tokens, cards, plots, steps table, exports,
+        the inspector), from its record, with a line saying when it was made; nothing when there is none."""
+        record = RunRecord.from_store(stored) if session.last_run is None else None
+        if record is None:
+            return {}
+        session.last_run = record
+        when = time.strftime("%H:%M", time.localtime(record.at))
+        update = self.finish_view(record, status=f"Your last run in this browser, made at {when} (restored: its "
+                                                 "figures as measured then). Press Run to make a new one.",
+                                  headline=render_verdict(record.estimate))
+        update["status"] = update["status"].replace('class="status-line"', 'class="status-line" data-restored', 1)
+        if record.baseline is not None and record.measured is not None:
+            update["plot_throughput"] = throughput_figure(record.measured, record.baseline)
+        return {**update, **self.first_interesting_step(session)}
+
     # --- inspector & step-through ---------------------------------------------------------------
     def show_step(self, session: Session, step, position: str | None = None) -> dict:
         """Step-through: the output up to `step` (highlighted), its story, and one of its tokens."""

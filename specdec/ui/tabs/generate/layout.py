@@ -24,6 +24,11 @@ SKETCH = """<div class="sketch"><div class="sketch-title">What will appear here<
 than the target alone, measured here; the inspector opens on the first rejected draft, with plots below.</li></ol>
 </div>"""
 
+RUN_STORE_KEY = "specdec-last-run"  # the browser's localStorage key of the last run's record
+RUN_STORE_SECRET = "specdec-last-run-v1"  # fixed, as the tour's: the entry stays readable after the app restarts
+# the restored run's views replace the first screen's sketch (style.py: body.has-run), as a Run does
+SHOW_RESTORED_JS = "() => { if (document.querySelector('#gen-status [data-restored]')) " \
+                   "document.body.classList.add('has-run'); }"
 # One width per column (tables.STEP_COLUMNS), each holding its header on one line at 12px (style.py) and the
 # token columns ("final", "final kind") a whole token: the table scrolls sideways before a token breaks mid-word.
 STEP_WIDTHS = ["52px", "40px", "220px", "80px", "110px", "100px", "200px", "76px", "80px", "76px", "90px", "80px"]
@@ -46,6 +51,8 @@ def build(c: dict) -> None:
     c["cards"] = gr.HTML(elem_id="cards", label="Metric cards (HTML)", show_label=False)
     with gr.Column(elem_id="results", elem_classes=["after-run"]):
         _results(c)
+    # the last run's record, kept in this browser (a reload shows it again: Lab.keep_run, Lab.restore_run)
+    c["run_store"] = gr.BrowserState(None, storage_key=RUN_STORE_KEY, secret=RUN_STORE_SECRET)
 
 
 def _results(c: dict) -> None:
@@ -94,6 +101,7 @@ def wire(lab: Lab, c: dict, session) -> None:
              show_progress_on=[c["tokens"]])
     on(run.then, lab.first_interesting_step, [session], {**inspect_out, **pick(c, "inspector_box")},
        api_visibility="private")
+    on(run.then, lab.keep_run, [session], pick(c, "run_store"), api_visibility="private")
     on_stop(c["stop"].click, lab, session, c["run_id"], "generate", pick(c, "status"), api_name="stop")
     on(c["inspect_step"].release, lab.show_step, [session, c["inspect_step"]], inspect_out, api_visibility="private")
     on(c["prev"].click, partial(lab.step_by, delta=-1), [session, c["inspect_step"]], inspect_out,
@@ -105,6 +113,15 @@ def wire(lab: Lab, c: dict, session) -> None:
     on(c["tokens"].select, lab.select_token, [session], {**inspect_out, **pick(c, "inspector_box")},
        api_visibility="private")
     wire_report(lab, c, session)
+
+
+def wire_restore(lab: Lab, c: dict, session, load_trigger) -> None:
+    """The page's load event: the last run this browser kept comes back (Lab.restore_run)."""
+    outputs = pick(c, "status", "tokens", "cards", "plot_acceptance", "plot_lengths", "plot_throughput",
+                   "plot_memory", "steps_table", "exports", "error", "inspect_step", "inspect_pos", "replay",
+                   "step_story", "inspect_plot", "inspect_details", "inspector_box")
+    restored = on(load_trigger, lab.restore_run, [session, c["run_store"]], outputs, api_visibility="private")
+    restored.then(None, js=SHOW_RESTORED_JS, api_visibility="private")
 
 
 def build_report_controls(c: dict) -> None:

@@ -29,8 +29,8 @@ def check(lab: LabCore, session: Session, request: RunRequest, draws=MAX_DRAWS, 
             choose_verifier(verifier)  # an unknown name is refused before anything loads
             prep = yield from lab.prepare_request(request)
             stop, throttle = (lambda: session.stop_requested), Throttle(lab.heavy_interval_s)
-            greedy = yield from follow(checks.compare_greedy(prep.target, prep.draft, prep.ids, settings, stop),
-                                       throttle, progress)
+            greedy = yield from follow(checks.compare_greedy(prep.target, prep.draft, prep.ids, settings, stop,
+                                                             verifier=verifier), throttle, progress)
             yield {"greedy": render_greedy(greedy), "verdict": "", "plot": None, "error": ""}
             sampling = None
             if not session.stop_requested:

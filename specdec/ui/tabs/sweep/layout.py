@@ -6,6 +6,7 @@ from functools import partial, wraps
 
 from specdec.engine.schedules import SCHEDULES
 from specdec.models import presets
+from specdec.ui.choices import draft_choices
 from specdec.ui.controls import run_controls
 from specdec.ui.lab import LabCore
 from specdec.ui.tabs.sweep import callbacks as sweep_callbacks
@@ -20,7 +21,7 @@ SWEEP_WIDTHS = [100, 78, 27, 27, 85, 27, 71, 71, 107, 71, 56, 63, 78, 92, 56, 27
 
 
 def build(c: dict) -> None:
-    drafts = [n for n in presets.all_model_choices() if n != presets.DEFAULT_TARGET]
+    drafts = draft_choices()
     with gr.Row():
         c["sweep_drafts"] = gr.Dropdown(drafts, value=[], multiselect=True, allow_custom_value=True,
                                         label="Drafts (empty: the sidebar's draft)", scale=3, elem_id="sweep-drafts")

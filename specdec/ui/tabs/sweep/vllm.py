@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specdec.measure.sweep import add_theory, parse_ks, parse_temperatures
+from specdec.serving.limits import is_public
 from specdec.serving.request import RunRequest
 from specdec.ui.lab import error_update
 from specdec.ui.session import Session
 from specdec.ui.tabs.sweep.callbacks import swept_drafts
 from specdec.ui.views.render import render_status
 from specdec.ui.views.sweep import sweep_update
-from specdec.ui.vllm.engine import connect_baseline, public_deployment
+from specdec.ui.vllm.engine import connect_baseline
 from specdec.vllm import engine as vllm_engine
 from specdec.vllm import sweep as vllm_sweep
 from specdec.vllm.client import VllmError
@@ -58,7 +59,7 @@ def sweep(lab, session: Session, request: RunRequest, drafts=None, ks="1-8", tem
     launcher replace the venv's python, export.resolve_draft and the launcher module (tests)."""
     with session.timed_run():
         try:
-            if public_deployment():
+            if is_public():
                 raise VllmError("the vLLM sweep starts servers on this machine: it is not offered on a public "
                                 "deployment")
             asked = [request.settings.k_schedule] if schedules is None else schedules or ["constant"]

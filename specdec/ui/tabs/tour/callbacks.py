@@ -10,6 +10,9 @@ answer can compare with an earlier exercise, even after a page reload.
 """
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 from specdec.models import presets
 from specdec.ui.exercises import EXERCISES, Exercise, exercise_number, find_exercise
 from specdec.ui.request_form import differences as differences_from
@@ -18,6 +21,7 @@ from specdec.ui.session import Session
 from specdec.ui.share_link import note_of
 from specdec.ui.tour_state import Prediction, TourState, describe_observation, from_store, observation_of, to_store
 from specdec.ui.url_state import LinkSchema, decode_link
+from specdec.ui.views.handout import write_handout
 from specdec.ui.views.lesson import compare_html, progress_html
 from specdec.ui.views.sweep import best_summary
 
@@ -115,12 +119,27 @@ def measured_text(exercise: Exercise, session: Session, tour: TourState) -> str:
     return "Nothing yet: press **Check** (Is it exact? tab)."
 
 
+def handout_work(session: Session, tour: TourState) -> dict:
+    """exercise key -> the learner's (prediction, what they measured) for the handout ("" where there is none)."""
+    work = {}
+    for exercise in EXERCISES:
+        prediction = tour.predictions.get(exercise.key)
+        done = exercise.key in tour.observations if exercise.evidence == "run" else \
+            bool(session.sweep_rows) if exercise.evidence == "sweep" else bool(tour.checks)
+        work[exercise.key] = (prediction.text if prediction else "",
+                              measured_text(exercise, session, tour) if done else "")
+    return work
+
+
 def lesson_view(session: Session, tour: TourState) -> dict:
-    """The stepper's progress and buttons, prediction beside measurement, and the browser's copy of it all."""
+    """The stepper's progress and buttons, prediction beside measurement, the handout with the learner's work on it,
+    and the browser's copy of it all."""
     exercise = find_exercise(tour.current)
     measured = measured_text(exercise, session, tour) if exercise else ""
+    handout = write_handout(Path(tempfile.mkdtemp(prefix="specdec-")), EXERCISES, handout_work(session, tour))
     return {"tour_progress": progress_html(tour), **step_buttons(tour),
-            "tour_compare": compare_html(exercise, tour, measured), "tour_state": tour, "tour_store": to_store(tour)}
+            "tour_compare": compare_html(exercise, tour, measured), "tour_state": tour, "tour_store": to_store(tour),
+            "tour_handout": str(handout)}
 
 
 def describe_settings(exercise: Exercise) -> str:
@@ -163,6 +182,7 @@ def load_exercise(session: Session, tour: TourState, key: str) -> dict:
     if exercise is None:
         return {"tour_question": f"Unknown exercise {key!r}."}
     remember_run(tour, session)
+    session.settings_chosen = True
     tour.current = exercise.key
     prediction = tour.predictions.get(exercise.key)
     return {**exercise_settings(exercise), "tabs": gr.update(selected=exercise.tab),
@@ -229,6 +249,7 @@ def page_load(session: Session, state: TourState, stored, schema: LinkSchema, re
     decoded = decode_link(params, schema)
     update = load_exercise(session, state, decoded.exercise) if decoded.exercise else lesson_view(session, state)
     update.update(decoded.values)
+    session.settings_chosen = bool(decoded.exercise or decoded.values)
     if "target" in decoded.values:
         update.update(preset_for(decoded.values["target"]))
     if decoded.values:

@@ -71,7 +71,8 @@ def wire_tour(c: dict, session) -> None:
     """Binds the stepper, the prediction, Reveal answer and Reset; needs the sidebar, prompt, tabs and Sweep
     components (and records each finished Generate run through its exports)."""
     defaults = reset_values(c)
-    lesson = ("tour_progress", *(f"tour_{e.key}" for e in EXERCISES), "tour_compare", "tour_state", "tour_store")
+    lesson = ("tour_progress", *(f"tour_{e.key}" for e in EXERCISES), "tour_compare", "tour_state", "tour_store",
+              "tour_handout")
     loaded = (*defaults, "tabs", "tour_box", "tour_question", "tour_answer", "tour_prediction", "share_query",
               "link_note", *lesson)
     outputs = {name: c[name] for name in loaded if name in c}
@@ -106,7 +107,7 @@ def wire_links(c: dict, session, load_trigger, examples) -> None:
     quiet = dict(api_visibility="private", concurrency_limit=None)
     names = (*reset_values(c), "tabs", "tour_box", "tour_question", "tour_answer", "tour_prediction",
              "share_query", "link_note", "tour_progress", *(f"tour_{e.key}" for e in EXERCISES), "tour_compare",
-             "tour_state", "tour_store", "target_custom", "draft_custom")
+             "tour_state", "tour_store", "tour_handout", "target_custom", "draft_custom")
     outputs = {name: c[name] for name in dict.fromkeys(names) if name in c}
 
     def load(session_value, state, stored, request: gr.Request):

@@ -18,7 +18,7 @@ def use_my_run(session: Session) -> dict:
     """The last run as the panel takes it (views/replay.run_data); a toast when there is none."""
     data = run_data(session.last_run)
     if data is None:
-        gr.Warning("No run yet: press Run in the Generate tab first.")
+        gr.Warning("No run yet: press Run in the Generate tab first.", duration=5)
     return {"whatif_run": data or {}}
 
 
@@ -31,7 +31,7 @@ def preset_curve(target, draft, target_custom, draft_custom, device_key, *, allo
         target, draft = pick_name(target, target_custom), pick_name(draft, draft_custom)
         pred = prediction(target, draft, K_MAX, preset(device_key), "auto", None, allow_local_paths)
     except Exception as exc:  # noqa: BLE001 (every failure becomes a visible message)
-        gr.Warning(describe_error(exc))
+        gr.Warning(describe_error(exc), duration=5)
         return {"whatif_preset": {}}
     by_k = dict(zip(pred.ks, zip(pred.c, pred.v)))
     return {"whatif_preset": {"label": pred.device.label, "pair": f"{target} with {draft}",

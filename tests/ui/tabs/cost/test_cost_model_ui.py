@@ -62,14 +62,16 @@ def test_this_machine_before_any_measurement_asks_for_one():
     assert "press “Measure on this machine”" in view["summary"] and "roofline" not in view
 
 
-def test_a_bad_name_or_dtype_is_a_visible_one_line_error():
-    assert "Unknown dtype" in cost_tab.predict_view(**{**VIEW, "dtype": "int3"})["error"]
-    assert "has no bfloat16 figure" in cost_tab.predict_view(**{**VIEW, "device_key": "t4", "dtype": "bfloat16"})["error"]
+def test_a_bad_name_or_dtype_is_one_visible_line_in_the_predictions_place():
+    view = cost_tab.predict_view(**{**VIEW, "dtype": "int3"})
+    assert "Unknown dtype" in view["summary"] and view["error"] == ""
+    assert "has no bfloat16 figure" in cost_tab.predict_view(**{**VIEW, "device_key": "t4", "dtype": "bfloat16"})["summary"]
+    assert "No prediction for lab-target + nope:" in cost_tab.predict_view(**{**VIEW, "draft": "nope"})["summary"]
 
 
 def test_a_dtype_this_machine_has_not_measured_is_left_to_the_measure_button():
     view = cost_tab.predict_view(**{**VIEW, "device_key": THIS_MACHINE, "dtype": "bfloat16"}, machine=lambda: HERE)
-    assert "no bfloat16 figure" in view["error"] and "press Measure on this machine" in view["error"]
+    assert "no bfloat16 figure" in view["summary"] and "press Measure on this machine" in view["summary"]
 
 
 def test_measuring_reports_progress_then_shows_measured_c_v_and_speedup_beside_the_prediction():

@@ -99,3 +99,20 @@ def test_a_changed_exercise_run_is_not_filed_under_the_exercise():
     list(lab.generate(session, form_request(**values, exercise=exercise.key)))
     assert session.last_run.exercise is None
     assert [row.label for row in lab.classroom.board.rows()] == ["Exercise 1's prompt, other settings"]
+
+
+def test_a_reload_shows_the_last_run_again_from_what_the_browser_kept():
+    lab = Lab(FakeEngine(), token_interval_s=0.0, settle_s=0.0)
+    before = Session()
+    final = list(lab.generate(before, form_request(**LAB)))[-1]
+    kept = json.loads(json.dumps(lab.keep_run(before)["run_store"]))  # what the browser's storage holds
+    restored = lab.restore_run(Session(), kept)
+    assert restored["tokens"] == final["tokens"] and restored["steps_table"].equals(final["steps_table"])
+    assert "data-restored" in restored["status"] and "step_story" in restored and restored["plot_throughput"]
+
+
+def test_a_page_that_has_a_run_or_nothing_kept_restores_nothing():
+    lab, session = Lab(FakeEngine(), token_interval_s=0.0, settle_s=0.0), Session()
+    assert lab.restore_run(session, None) == {} and lab.restore_run(session, {"version": 99}) == {}
+    list(lab.generate(session, form_request(**LAB)))
+    assert lab.restore_run(session, lab.keep_run(session)["run_store"]) == {}  # this page's own run stays

@@ -2,7 +2,7 @@
 the real verifier and fails with every broken one (bundled lab pair, prompt lookup, two tokens per draw), and on
 the default pair (SmolLM2-135M-Instruct + prompt lookup, skipped when it is not in the fetch cache) at T = 1 with
 20,000 draws: p >= 0.001 with the real verifier, p < 1e-6 with the default broken one."""
-from specdec.exactness.verifier_faults import BROKEN_DEFAULT, CHOICES, REAL
+from specdec.exactness.verifier_faults import ALWAYS_ACCEPT, BROKEN_DEFAULT, CHOICES, REAL
 from specdec.models import fetch, presets
 from specdec.ui.launch import app_process
 from specdec.ui.layout import EXAMPLES
@@ -40,6 +40,14 @@ def test_the_real_verifier_passes_through_the_api(client):
 def test_every_broken_verifier_fails_through_the_api(client, broken):
     sampling = lossless(client, LAB, broken)["result"]["sampling"]
     assert not sampling["passed"] and sampling["p_value"] < 1e-3 and sampling["verifier"] == broken
+
+
+def test_always_accept_breaks_the_greedy_check_too_and_the_panel_says_so(client):
+    """lab-draft-tiny's greedy drafts part from the target's within 16 tokens: an always-accepting verifier keeps them."""
+    out = lossless(client, dict(LAB, draft="lab-draft-tiny", draws=100, tokens=1), ALWAYS_ACCEPT)
+    greedy = out["result"]["greedy"]
+    assert not greedy["identical"] and greedy["verifier"] == ALWAYS_ACCEPT and greedy["rule"].startswith("Greedy, too")
+    assert 'data-verdict="different"' in out["greedy"] and "guarantees" not in out["greedy"]
 
 
 def test_the_endpoint_names_every_input_and_output(client):

@@ -2,7 +2,8 @@
 fake engine and fake checks: no server, no model."""
 from types import SimpleNamespace
 
-from specdec.exactness.lossless import GreedyCheck, OutcomeBar, Progress, SamplingCheck
+from specdec.exactness.lossless import GreedyCheck, OutcomeBar, Progress, SamplingCheck, explain_difference, greedy_rule
+from specdec.exactness.verifier_faults import ALWAYS_ACCEPT, REAL, choose_verifier
 from specdec.ui.session import Session
 from specdec.ui.tabs.generate.callbacks import Lab
 from specdec.ui.tabs.lossless.callbacks import check, result_json
@@ -30,8 +31,8 @@ def fake_checks(greedy=IDENTICAL, sampling=None, on_greedy=lambda: None):
     """A stand-in for specdec.exactness.lossless: yields one Progress per check, returns the given results; records calls."""
     calls = []
 
-    def compare_greedy(target, drafter, ids, settings, should_stop):
-        calls.append("greedy")
+    def compare_greedy(target, drafter, ids, settings, should_stop, verifier):
+        calls.append(("greedy", verifier))
         yield Progress("greedy", 1, 2)
         on_greedy()
         return greedy
@@ -61,7 +62,7 @@ def test_a_finished_check_shows_greedy_verdict_histogram_and_the_numbers():
 def test_the_tab_passes_draws_tokens_and_the_chosen_verifier_to_the_check():
     checks = fake_checks()
     run(checks, draws=20_000, tokens=2, verifier="always accept the draft")
-    assert checks.calls == ["greedy", ("sampling", 20_000, 2, "always accept the draft")]
+    assert checks.calls == [("greedy", "always accept the draft"), ("sampling", 20_000, 2, "always accept the draft")]
 
 
 def test_a_broken_verifier_result_says_not_exact():
@@ -78,7 +79,8 @@ def test_stop_during_greedy_skips_the_sampling_check():
     session = Session()
     checks = fake_checks(on_greedy=lambda: setattr(session, "stop_requested", True))
     final, _ = run(checks, session=session)
-    assert checks.calls == ["greedy"] and final["result"]["sampling"] is None and "Stopped" in final["status"]
+    assert checks.calls == [("greedy", "real verifier")] and final["result"]["sampling"] is None
+    assert "Stopped" in final["status"]
 
 
 def test_an_unknown_verifier_is_a_visible_error_before_anything_loads():
@@ -116,3 +118,42 @@ def test_the_histogram_overlays_the_exact_probability_on_each_outcome(index):
 def test_the_json_result_holds_the_threshold_and_its_meaning():
     result = result_json(IDENTICAL, sampled())
     assert result["sampling"]["threshold"] == 0.001 and "999 times in 1,000" in result["sampling"]["threshold_meaning"]
+
+
+# --- the greedy panel under a broken verifier --------------------------------------------------------------------
+
+SAMPLING_ONLY = "one uniform draw for all positions"
+
+
+def greedy_under(verifier: str, identical: bool) -> GreedyCheck:
+    """The GreedyCheck compare_greedy gives under `verifier` (its cause and rule as the check words them)."""
+    choice = choose_verifier(verifier)
+    if choice.greedy is not None and not identical:
+        cause = "The verifier keeps drafted tokens that are not the target's argmax (…)."
+    else:
+        cause = explain_difference(None if identical else 1, [], "float32", 2, guaranteed=verifier == REAL)
+    first = None if identical else 1
+    return GreedyCheck(["A", "x"], ["A", "b"] if not identical else ["A", "x"], [1, 9], [1, 2] if not identical else
+                       [1, 9], first, cause, "float32", verifier=verifier, rule=greedy_rule(choice))
+
+
+@pytest.mark.parametrize("verifier", [ALWAYS_ACCEPT, SAMPLING_ONLY])
+@pytest.mark.parametrize("identical", [True, False])
+def test_under_a_broken_verifier_the_greedy_panel_never_claims_the_guarantee(verifier, identical):
+    html = render_greedy(greedy_under(verifier, identical))
+    assert "guarantees" not in html and f"with the verifier &#x27;{verifier}&#x27;" in html
+
+
+def test_always_accept_breaking_greedy_output_is_said_in_plain_words():
+    html = render_greedy(greedy_under(ALWAYS_ACCEPT, identical=False))
+    assert 'data-verdict="different"' in html and "Greedy, too, ran with" in html
+
+
+def test_a_sampling_only_fault_says_the_greedy_check_ran_the_real_rule():
+    html = render_greedy(greedy_under(SAMPLING_ONLY, identical=True))
+    assert 'data-verdict="identical"' in html and "the greedy check ran the real rule" in html
+
+
+def test_the_real_verifier_keeps_the_guarantee_and_names_no_rule():
+    html = render_greedy(greedy_under(REAL, identical=True))
+    assert "as greedy speculative decoding guarantees" in html and "data-greedy-rule" not in html

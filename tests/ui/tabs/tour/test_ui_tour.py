@@ -349,3 +349,14 @@ def test_the_tours_events_take_effect_one_at_a_time_in_the_order_pressed():
     tour_fns = [fn for fn in app.fns.values() if any(target in tour_ids for target, _ in fn.targets)]
     assert len(tour_fns) >= len(EXERCISES) + 4  # the step buttons, Previous, Next, Reset, Reveal, the prediction
     assert {(fn.concurrency_id, fn.concurrency_limit) for fn in tour_fns} == {("tour", 1)}
+
+
+def test_the_handout_follows_the_learners_predictions_and_runs(lab):
+    session, tour = Session(), TourState()
+    load_exercise(session, tour, "greedy")
+    save_prediction(session, tour, "most of them")
+    run_exercise(lab, session, find_exercise("greedy"))
+    view = record_run(session, tour)
+    page = open(view["tour_handout"], encoding="utf-8").read()
+    item = page.split('data-exercise="greedy"')[1].split("</li>")[0]
+    assert "most of them" in item and "tokens per target forward" in item
