@@ -11,7 +11,7 @@ from specdec.ui.defaults import default_draft
 from specdec.ui.preload import preload_update
 from specdec.ui.session import Session
 from specdec.ui.sidebar import build_compact_controls, build_sidebar, models_note, pick_preset, wire_compact_controls
-from specdec.ui.style import CSS, LOAD_JS, PROJECTOR_JS
+from specdec.ui.style import CSS, LOAD_JS, PROJECTOR_FROM_URL_JS, PROJECTOR_JS
 from specdec.ui.tabs.board import callbacks as board_callbacks
 from specdec.ui.tabs.board import layout as board_tab
 from specdec.ui.tabs.cost import layout as cost_tab
@@ -49,8 +49,8 @@ EXAMPLE_LABELS = ["chat · explain (prose)", "chat · write a function (code)", 
 # The page's header, one line: the name and what happens, in a sentence (the sketch under Run shows it, the tour and
 # "How it works" teach it).
 HEADER = """<div id="app-head"><h1>SpecDec Lab</h1><p class="tagline">A small <b>draft</b> model proposes K tokens;
-the <b>target</b> checks them all in one forward pass, keeps the agreeing prefix and adds a token of its own. The
-output is exactly the target's; the speedup is measured here.</p></div>"""
+the <b>target</b> checks them in one forward pass and keeps the agreeing prefix plus a token of its own: the output
+is exactly the target's, the speedup measured here.</p></div>"""
 
 
 def _prompt_controls(c: dict) -> None:
@@ -62,8 +62,8 @@ def _prompt_controls(c: dict) -> None:
         gr.Examples(EXAMPLES, [c[name] for name in EXAMPLE_FIELDS], label="Examples (each sets its models)",
                     example_labels=EXAMPLE_LABELS, elem_id="examples")
         with gr.Column(scale=0, min_width=200, elem_id="clean-box"):
-            c["clean"] = gr.Checkbox(value=True, label="Clean up whitespace", container=False, elem_id="clean",
-                                     info="collapse stray spaces and tabs in the prompt")
+            c["clean"] = gr.Checkbox(value=True, label="Clean up whitespace (stray spaces, tabs)", container=False,
+                                     elem_id="clean")
             c["cleanup"] = gr.Markdown(elem_id="cleanup-note", label="Whitespace clean-up", show_label=False)
 
 
@@ -118,6 +118,7 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
         tour.wire_links(c, session, demo.load, [example[0] for example in EXAMPLES])  # links that carry a state
         generate_tab.wire_restore(lab, c, session, demo.load)  # the last run this browser kept
         c["projector"].change(None, [c["projector"]], [c["projector"]], js=PROJECTOR_JS, api_visibility="private")
+        demo.load(None, None, [c["projector"]], js=PROJECTOR_FROM_URL_JS, api_visibility="private")
         wire_compact_controls(c)
         add_svg_buttons(c)
         c["preload_timer"] = gr.Timer(1.0)  # the start-up fetch and preload report in the status line

@@ -17,6 +17,12 @@ from specdec.ui.vllm import engine as vllm_engine
 import gradio as gr
 
 
+def short_label(preset) -> str:
+    """The preset's name as its dropdown shows it: the label before its parenthesis, which fits the sidebar's width
+    whole (the note under it says the rest: size and where the weights come from)."""
+    return preset.label.split(" (")[0]
+
+
 def where_from(preset) -> str:
     return ("bundled, works offline" if preset.bundled else
             "fetched once (without a model hub), offline afterwards" if preset.fetched else
@@ -68,7 +74,7 @@ def build_sidebar(c: dict) -> None:
     default = default_draft()
     choices = presets.all_model_choices()
     drafts = [default.name] + [n for n in draft_choices() if n != default.name]  # the default, then auto, …
-    c["preset"] = gr.Dropdown([(p.label, p.key) for p in presets.PAIR_PRESETS], value=first.key,
+    c["preset"] = gr.Dropdown([(short_label(p), p.key) for p in presets.PAIR_PRESETS], value=first.key,
                               label="Pair preset", elem_id="preset")
     c["preset_note"] = gr.Markdown(preset_line(first), elem_id="preset-note", elem_classes=["explain-note"])
     with gr.Accordion("About this pair", open=False, elem_id="preset-more"):

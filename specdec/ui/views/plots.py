@@ -142,7 +142,7 @@ def memory_figure(memory) -> go.Figure:
                     name="held", text=[format_bytes(v) for _, v, _ in parts], textposition="outside",
                     cliponaxis=False, marker_color=[MEMORY_COLORS[c] for _, _, c in parts], row=1, col=1)
         fig.update_yaxes(autorange="reversed", automargin=True, row=1, col=1)
-        fig.update_xaxes(type="log", title_text="MiB (log)", row=1, col=1)
+        fig.update_xaxes(type="log", dtick=1, title_text="MiB (log)", row=1, col=1)  # a tick per power of ten
         for name, value, color in (("draft weights", memory.draft_param_bytes, "draft"),
                                    ("draft KV cache", memory.draft_kv_bytes, "draft KV"),
                                    ("verification slots", memory.verify_kv_bytes or 0, "verification slots")):
