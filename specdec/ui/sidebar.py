@@ -125,7 +125,7 @@ OPEN_SIDEBAR_JS = """() => { const s = document.querySelector('.sidebar:not(.ope
 def build_compact_controls(c: dict) -> None:
     """Draft, K and Temperature in one row, and "All settings" (which opens the sidebar); build_sidebar first."""
     with gr.Row(elem_id="compact-controls", equal_height=True):
-        c["draft_compact"] = gr.Dropdown(c["draft"].choices, value=c["draft"].value, label="Draft",
+        c["draft_compact"] = gr.Dropdown(c["draft"].choices, value=c["draft"].value, label="Drafter",
                                          allow_custom_value=True, scale=3, min_width=150, elem_id="draft-compact")
         c["k_compact"] = gr.Number(c["k"].value, label="K", minimum=K_LIMITS[0], maximum=K_LIMITS[1], precision=0,
                                    scale=1, min_width=64, elem_id="k-compact")

@@ -9,7 +9,7 @@ from specdec.ui.session import Session
 from specdec.ui.tabs.generate.callbacks import Lab
 from specdec.ui.tabs.sweep.callbacks import sweep
 from specdec.ui.views import plots
-from specdec.ui.views.memory_plots import pareto_figure
+from specdec.ui.views.memory_plots import pareto_figure, place_labels
 from specdec.ui.views.sweep import sweep_dataframe, sweep_update
 
 import pandas as pd
@@ -108,3 +108,18 @@ def test_in_a_real_sweep_extra_memory_grows_by_one_target_position_per_k(lab_swe
     model = {r.k: r for r in rows if r.draft == "lab-draft-small"}
     assert model[4].extra_bytes == model[4].draft_param_bytes + model[4].draft_kv_bytes + 4 * per_position
     assert model[8].draft_kv_bytes > model[1].draft_kv_bytes  # its cache is sized for K more positions
+
+
+def test_two_points_at_one_place_never_get_their_labels_at_the_same_spot():
+    placed_labels = place_labels([2**20, 2**20, 2**20], [1.20, 1.21, 1.5], ["K=1", "K=1", "K=2"])
+    shown = [spot for text, spot in placed_labels[:2] if text]
+    assert len(shown) == len(set(shown)) and placed_labels[2][0] == "K=2"
+
+
+def test_each_temperature_of_a_sweep_has_its_marker_shape_and_the_labels_name_only_k():
+    rows = placed(fake_rows([1, 2]), [(2**20, 1.2), (2 * 2**20, 1.1)])
+    hotter = placed(fake_rows([1, 2]), [(2**20, 1.21), (2 * 2**20, 1.12)])
+    for row in hotter:
+        row.temperature = 1.0
+    points = pareto_figure(rows + hotter).data[0]
+    assert len(set(points.marker.symbol)) == 2 and all("T=" not in text for text in points.text)
