@@ -4,7 +4,7 @@ the engine knows nothing of drafters' files, measurements or serving; the UI and
 from tests.test_import_cycles import MODULES, imported_modules
 
 LAYERS = (  # lowest first; the names are specdec's top-level modules and folders
-    ("errors", "config", "paths", "process"),
+    ("errors", "config", "paths", "process", "setup_steps"),
     ("runners", "models"),
     ("engine",),
     ("drafters",),

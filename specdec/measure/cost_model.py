@@ -29,7 +29,7 @@ from typing import Optional
 from specdec.engine.theory import relative_errors, theoretical_speedup
 from specdec.errors import ModelLoadError
 from specdec.measure.device_presets import THIS_MACHINE, Device
-from specdec.models.memory import _first
+from specdec.models.memory import config_value
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 LOGIT_PASSES = 4
@@ -72,16 +72,16 @@ class Network:
 
 def network_from_config(config, name: str) -> Network:
     """A Llama-like transformers config (hidden size, layers, heads, kv heads, intermediate size, vocab)."""
-    hidden = _first(config, "hidden_size", "n_embd", "d_model")
-    layers = _first(config, "num_hidden_layers", "n_layer", "num_layers")
-    heads = _first(config, "num_attention_heads", "n_head")
-    vocab = _first(config, "vocab_size")
+    hidden = config_value(config, "hidden_size", "n_embd", "d_model")
+    layers = config_value(config, "num_hidden_layers", "n_layer", "num_layers")
+    heads = config_value(config, "num_attention_heads", "n_head")
+    vocab = config_value(config, "vocab_size")
     if not (hidden and layers and heads and vocab):
         raise ModelLoadError(f"{name}'s config does not give its hidden size, layers, heads and vocabulary: "
                              "no cost model for it")
-    intermediate = _first(config, "intermediate_size", "n_inner") or 4 * hidden
-    return Network(name, layers, hidden, heads, _first(config, "num_key_value_heads") or heads,
-                   _first(config, "head_dim") or hidden // heads, intermediate, vocab)
+    intermediate = config_value(config, "intermediate_size", "n_inner") or 4 * hidden
+    return Network(name, layers, hidden, heads, config_value(config, "num_key_value_heads") or heads,
+                   config_value(config, "head_dim") or hidden // heads, intermediate, vocab)
 
 
 @dataclass(frozen=True)

@@ -316,11 +316,11 @@ def remove_stale_staging(root: Path) -> None:
             pid = int(staging.name[len(STAGING_PREFIX):].rsplit("-", 2)[-2])
         except (ValueError, IndexError):
             continue
-        if pid != os.getpid() and not _process_alive(pid):
+        if pid != os.getpid() and not process_alive(pid):
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def _process_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -113,7 +113,7 @@ def cgroup_room() -> Optional[int]:
     return None
 
 
-def _first(config, *names) -> Optional[int]:
+def config_value(config, *names) -> Optional[int]:
     for name in names:
         value = getattr(config, name, None)
         if isinstance(value, int) and value > 0:
@@ -123,13 +123,13 @@ def _first(config, *names) -> Optional[int]:
 
 def kv_bytes_per_position(config, dtype: torch.dtype) -> Optional[int]:
     """Keys and values of every layer for one position (None when the config does not say its shape)."""
-    layers = _first(config, "num_hidden_layers", "n_layer", "num_layers")
-    heads = _first(config, "num_attention_heads", "n_head")
-    width = _first(config, "hidden_size", "n_embd", "d_model")
+    layers = config_value(config, "num_hidden_layers", "n_layer", "num_layers")
+    heads = config_value(config, "num_attention_heads", "n_head")
+    width = config_value(config, "hidden_size", "n_embd", "d_model")
     if not (layers and heads):
         return None
-    kv_heads = _first(config, "num_key_value_heads") or heads
-    head_dim = _first(config, "head_dim") or (width // heads if width else None)
+    kv_heads = config_value(config, "num_key_value_heads") or heads
+    head_dim = config_value(config, "head_dim") or (width // heads if width else None)
     if not head_dim:
         return None
     return 2 * layers * kv_heads * head_dim * dtype.itemsize
@@ -140,7 +140,7 @@ def run_bytes(config, dtype: torch.dtype, max_length: int, prompt_length: int = 
     per_position = kv_bytes_per_position(config, dtype)
     if per_position is None:
         return None
-    heads = _first(config, "num_attention_heads", "n_head") or 1
+    heads = config_value(config, "num_attention_heads", "n_head") or 1
     return per_position * max_length + heads * prompt_length * prompt_length * SCORE_BYTES
 
 

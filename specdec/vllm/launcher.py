@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-from specdec.models.fetch import _process_alive
+from specdec.models.fetch import process_alive
 from specdec.paths import cache_dir
 from specdec.vllm.client import VllmClient, VllmError
 
@@ -146,7 +146,7 @@ def start(python: Path, spec: ServeSpec, say: Say = print) -> dict:
 
 def alive(pid: int) -> bool:
     """The process `pid` exists (fetch.py's check, for one pid)."""
-    return _process_alive(pid)
+    return process_alive(pid)
 
 
 def _group_alive(pgid: int) -> bool:

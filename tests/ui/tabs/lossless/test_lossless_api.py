@@ -12,7 +12,7 @@ from gradio_client import Client
 
 OUTPUTS = ["cleanup", "greedy", "verdict", "plot", "result", "status", "error"]
 # prompt lookup drafts " sys" then "\n" after this prompt (the earlier "import" was followed by them)
-LAB = dict(prompt="import os\nimport sys\nimport", clean_whitespace=False, target="lab-target", draft="prompt-lookup",
+LAB = dict(prompt="import os\nimport sys\nimport", clean=False, target="lab-target", draft="prompt-lookup",
            target_custom="", draft_custom="", k=4, temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=16, seed=0,
            k_schedule="constant", chat=False, draws=5_000, tokens=2)
 DEFAULT_PAIR = dict(LAB, prompt=EXAMPLES[0][0], target=presets.DEFAULT_TARGET, draft=presets.DEFAULT_DRAFT, chat=True,
