@@ -80,11 +80,14 @@ def app(tmp_path_factory):
 
 
 def room(app, viewport: dict, query: str = ""):
+    """A page on the app, once the page's load events (the tour, a link, the last run) have filled the prompt."""
     browser, url = app
     page = browser.new_page(viewport=viewport)
     page.set_default_timeout(180_000)
     page.goto(url + query)
     expect(page.locator("#run-btn")).to_be_visible()
+    expect(page.locator("#prompt [data-testid=status-tracker]:not(.hide)")).to_have_count(0)
+    expect(page.locator("#prompt textarea")).not_to_have_value("")
     return page
 
 
