@@ -40,7 +40,7 @@ def test_the_first_example_streams_coloured_tokens_on_the_default_pair(page):
 def test_screenshot_for_the_readme_shows_the_result_above_the_fold_at_1280x800(page):
     choose_example(page, "chat · explain (prose)")
     page.locator("#run-btn").click()
-    expect(page.locator("#gen-status")).to_contain_text(f"Ran {presets.DEFAULT_TARGET} with draft")
+    expect(page.locator("#gen-status")).to_contain_text(f"Ran {presets.DEFAULT_TARGET} with ")
     page.set_viewport_size({"width": 1280, "height": 800})
     page.evaluate("window.scrollTo(0, 0)")
     for result in (page.locator("#gen-status .verdict-big"), page.locator("#tokens .tok-out .tok").first):
