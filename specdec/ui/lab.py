@@ -72,7 +72,8 @@ class LabCore:
         text, note = prompt, ""
         if clean:
             cleaned = clean_prompt(prompt)
-            text, note = cleaned.text, f"Whitespace clean-up: {cleaned.summary()}."
+            text = cleaned.text  # a note only when it changed something (nothing to say takes no room)
+            note = f"Whitespace clean-up: {cleaned.summary()}." if cleaned.changed else ""
         yield {"cleanup": note, "status": render_status("Loading models…")}
         if not target_name or not draft_names or not all(draft_names):
             raise ValueError("Choose a target and a draft (a preset, or a name or path).")

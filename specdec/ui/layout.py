@@ -10,8 +10,8 @@ from specdec.ui.controls import add_svg_buttons
 from specdec.ui.defaults import default_draft
 from specdec.ui.preload import preload_update
 from specdec.ui.session import Session
-from specdec.ui.sidebar import build_sidebar, models_note, pick_preset
-from specdec.ui.style import CSS, LOAD_JS, PROJECTOR_JS
+from specdec.ui.sidebar import build_compact_controls, build_sidebar, models_note, pick_preset, wire_compact_controls
+from specdec.ui.style import CSS, LOAD_JS, PROJECTOR_FROM_URL_JS, PROJECTOR_JS
 from specdec.ui.tabs.board import callbacks as board_callbacks
 from specdec.ui.tabs.board import layout as board_tab
 from specdec.ui.tabs.cost import layout as cost_tab
@@ -46,21 +46,25 @@ EXAMPLES = [  # prompt, target, draft, chat, K, temperature, seed, max new token
 EXAMPLE_FIELDS = ("prompt", "target", "draft", "chat", "k", "temperature", "seed", "max_new_tokens")
 EXAMPLE_LABELS = ["chat · explain (prose)", "chat · write a function (code)", "chat · rewrite (copying)",
                   "code · fibonacci · greedy", "code · os.walk · greedy K=6", "prose · T=0.7", "prose · T=1.0"]
-INTRO = """# SpecDec Lab
-A small **draft** model proposes K tokens; the **target** checks them all in one forward pass and keeps
-the longest agreeing prefix, then adds one token of its own. Modified rejection sampling keeps the output
-exactly distributed as the target's. Watch every token's fate, inspect the probabilities behind it, and
-measure the speedup against a real target-only run on this machine."""
+# The page's header, one line: the name and what happens, in a sentence (the sketch under Run shows it, the tour and
+# "How it works" teach it).
+HEADER = """<div id="app-head"><h1>SpecDec Lab</h1><p class="tagline">A small <b>draft</b> model proposes K tokens;
+the <b>target</b> checks them in one forward pass and keeps the agreeing prefix plus a token of its own: the output
+is exactly the target's, the speedup measured here.</p></div>"""
 
 
 def _prompt_controls(c: dict) -> None:
-    c["prompt"] = gr.Textbox(label="Prompt", lines=4, value=EXAMPLES[0][0], elem_id="prompt")
-    with gr.Row():
-        c["clean"] = gr.Checkbox(value=True, label="Clean up whitespace in the prompt (collapse stray spaces/tabs)")
-        c["cleanup"] = gr.Markdown(elem_id="cleanup-note", label="Whitespace clean-up", show_label=False)
-    gr.Examples(EXAMPLES, [c[name] for name in EXAMPLE_FIELDS],
-                label="Examples (fixed seeds; each sets its models: SmolLM2 in chat format, or the lab family)",
-                example_labels=EXAMPLE_LABELS)
+    """The prompt, the compact control row a phone shows (sidebar.py), the examples in one row and the whitespace
+    clean-up, as little height as each can take: Run and its result come right after (the tabs)."""
+    c["prompt"] = gr.Textbox(label="Prompt", lines=2, max_lines=6, value=EXAMPLES[0][0], elem_id="prompt")
+    build_compact_controls(c)
+    with gr.Row(elem_id="prompt-extras"):
+        gr.Examples(EXAMPLES, [c[name] for name in EXAMPLE_FIELDS], label="Examples (each sets its models)",
+                    example_labels=EXAMPLE_LABELS, elem_id="examples")
+        with gr.Column(scale=0, min_width=200, elem_id="clean-box"):
+            c["clean"] = gr.Checkbox(value=True, label="Clean up whitespace (stray spaces, tabs)", container=False,
+                                     elem_id="clean")
+            c["cleanup"] = gr.Markdown(elem_id="cleanup-note", label="Whitespace clean-up", show_label=False)
 
 
 # === The tabs, in order: (label, id, builder). A new tab is one line here; its builder lays it out and may wire
@@ -72,7 +76,6 @@ TABS = [
     ("Is it exact?", "lossless", lossless_tab.build),
     ("Why this speedup?", "cost", cost_tab.build),
     ("How it works", "theory", theory_tab.build),
-    # the tabs below fold into the tab bar's "…" menu on a narrow screen: the lesson's tabs above stay in view
     ("What if?", "whatif", whatif_tab.build),
     ("Across requests", "workload", workload_tab.build),
     (board_callbacks.TAB_LABEL, "board", board_tab.build),
@@ -91,10 +94,10 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
         c["run_id"] = gr.Textbox("", visible=False, label="Run id")  # a slot for the ids RUN_JS / STOP_JS send
         with gr.Sidebar(label="Models & decoding", width=330):
             build_sidebar(c)
-        gr.Markdown(INTRO)
+        gr.HTML(HEADER, elem_id="app-head-box", padding=False)
         _prompt_controls(c)
         tour.build_tour(c)
-        with gr.Tabs(elem_id="tabs") as c["tabs"]:
+        with gr.Tabs(elem_id="tabs", overflow_behavior="wrap") as c["tabs"]:
             for label, tab_id, build_tab in TABS:
                 with gr.Tab(label, id=tab_id):
                     build_tab(c)
@@ -115,6 +118,8 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
         tour.wire_links(c, session, demo.load, [example[0] for example in EXAMPLES])  # links that carry a state
         generate_tab.wire_restore(lab, c, session, demo.load)  # the last run this browser kept
         c["projector"].change(None, [c["projector"]], [c["projector"]], js=PROJECTOR_JS, api_visibility="private")
+        demo.load(None, None, [c["projector"]], js=PROJECTOR_FROM_URL_JS, api_visibility="private")
+        wire_compact_controls(c)
         add_svg_buttons(c)
         c["preload_timer"] = gr.Timer(1.0)  # the start-up fetch and preload report in the status line
         on(c["preload_timer"].tick, preload_update, [session], pick(c, "status", "target", "draft", "k",

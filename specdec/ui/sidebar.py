@@ -17,6 +17,12 @@ from specdec.ui.vllm import engine as vllm_engine
 import gradio as gr
 
 
+def short_label(preset) -> str:
+    """The preset's name as its dropdown shows it: the label before its parenthesis, which fits the sidebar's width
+    whole (the note under it says the rest: size and where the weights come from)."""
+    return preset.label.split(" (")[0]
+
+
 def where_from(preset) -> str:
     return ("bundled, works offline" if preset.bundled else
             "fetched once (without a model hub), offline afterwards" if preset.fetched else
@@ -68,7 +74,7 @@ def build_sidebar(c: dict) -> None:
     default = default_draft()
     choices = presets.all_model_choices()
     drafts = [default.name] + [n for n in draft_choices() if n != default.name]  # the default, then auto, …
-    c["preset"] = gr.Dropdown([(p.label, p.key) for p in presets.PAIR_PRESETS], value=first.key,
+    c["preset"] = gr.Dropdown([(short_label(p), p.key) for p in presets.PAIR_PRESETS], value=first.key,
                               label="Pair preset", elem_id="preset")
     c["preset_note"] = gr.Markdown(preset_line(first), elem_id="preset-note", elem_classes=["explain-note"])
     with gr.Accordion("About this pair", open=False, elem_id="preset-more"):
@@ -100,3 +106,44 @@ def build_sidebar(c: dict) -> None:
     with gr.Accordion("Engine: SpecDec Lab or a vLLM server", open=False, visible=engine_shown(),
                       elem_id="engine-box"):
         vllm_engine.build_engine_controls(c)
+
+
+# --- a phone's first screen: Draft, K and Temperature beside the prompt ------------------------------------------
+# The row's controls mirror the sidebar's both ways, in the browser (no server round trip): the request is read from
+# the sidebar's (request_form.FORM), so the row is a second view of the same values. Shown only on a narrow screen
+# (style.py: #compact-controls), where the sidebar starts closed; "All settings" opens it.
+K_LIMITS, TEMPERATURE_LIMITS = (1, 16), (0, 2)
+MIRROR_JS = "(value) => value"
+CLAMP_JS = """(value, current) => {{ const v = parseFloat(value);
+  if (!Number.isFinite(v)) return [current, current];
+  const clamped = Math.min({high}, Math.max({low}, {round}));
+  return [clamped, clamped]; }}"""
+OPEN_SIDEBAR_JS = """() => { const s = document.querySelector('.sidebar:not(.open) .toggle-button');
+  if (s) s.click(); }"""
+
+
+def build_compact_controls(c: dict) -> None:
+    """Draft, K and Temperature in one row, and "All settings" (which opens the sidebar); build_sidebar first."""
+    with gr.Row(elem_id="compact-controls", equal_height=True):
+        c["draft_compact"] = gr.Dropdown(c["draft"].choices, value=c["draft"].value, label="Drafter",
+                                         allow_custom_value=True, scale=3, min_width=150, elem_id="draft-compact")
+        c["k_compact"] = gr.Number(c["k"].value, label="K", minimum=K_LIMITS[0], maximum=K_LIMITS[1], precision=0,
+                                   scale=1, min_width=64, elem_id="k-compact")
+        c["temperature_compact"] = gr.Number(c["temperature"].value, label="Temp.", minimum=TEMPERATURE_LIMITS[0],
+                                             maximum=TEMPERATURE_LIMITS[1], step=0.1, scale=1, min_width=72,
+                                             elem_id="temperature-compact")
+        c["all_settings"] = gr.Button("All settings", size="sm", scale=1, min_width=90, elem_id="all-settings")
+
+
+def wire_compact_controls(c: dict) -> None:
+    """Each row control and its sidebar twin follow one another (a typed K or temperature clamped to the slider's
+    range, an empty one put back); the sidebar's changes, however made (a preset, an example, a link), come back."""
+    private = {"api_visibility": "private"}
+    c["draft_compact"].input(None, [c["draft_compact"]], [c["draft"]], js=MIRROR_JS, **private)
+    c["draft"].change(None, [c["draft"]], [c["draft_compact"]], js=MIRROR_JS, **private)
+    for name, (low, high), round_ in (("k", K_LIMITS, "Math.round(v)"), ("temperature", TEMPERATURE_LIMITS,
+                                                                          "Math.round(v * 100) / 100")):
+        row, side = c[f"{name}_compact"], c[name]
+        row.change(None, [row, side], [side, row], js=CLAMP_JS.format(low=low, high=high, round=round_), **private)
+        side.change(None, [side], [row], js=MIRROR_JS, **private)
+    c["all_settings"].click(None, js=OPEN_SIDEBAR_JS, **private)

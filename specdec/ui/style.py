@@ -1,7 +1,9 @@
 """CSS and small JS snippets for the app (passed to launch(), where Gradio 6 takes them)."""
+from specdec.ui.room_style import ROOM_CSS
+from specdec.ui.views.fates import fate_css
 
-# Okabe-Ito colours (colour-blind safe), each paired with a distinct shape cue.
-CSS = """
+# The fates' Okabe-Ito colours and shape cues come from views/fates.py (the same in the legend and every plot).
+CSS = fate_css() + """
 .tok-out { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 14px;
   line-height: 1.9; white-space: pre-wrap; word-break: break-word; padding: 10px 12px;
   border: 1px solid var(--border-color-primary); border-radius: 8px; min-height: 120px;
@@ -9,18 +11,7 @@ CSS = """
 .tok { border-radius: 3px; padding: 0 1px; cursor: pointer; }
 .tok:hover { outline: 2px solid var(--color-accent); }
 .tok-prompt { color: var(--body-text-color-subdued); }
-.tok-accepted { background: rgba(0,158,115,.18); text-decoration: underline solid #009E73 2px;
-  text-underline-offset: 3px; }
-.tok-rejected { background: rgba(213,94,0,.16); text-decoration: line-through #D55E00 2px;
-  border: 1px dashed #D55E00; color: #A34400; }
-.tok-unchecked { background: transparent; opacity: .55; text-decoration: line-through #D55E00 1px;
-  border: 1px dotted #D55E00; }
 .draft-tree { margin: .1em 0 .1em .6em; padding-left: .9em; border-left: 1px dotted #999; list-style: none; }
-.tok-resampled { background: rgba(230,159,0,.25); text-decoration: underline double #B07800 3px;
-  text-underline-offset: 3px; }
-.tok-bonus { background: rgba(0,114,178,.18); outline: 1px dotted #0072B2;
-  text-decoration: overline #0072B2 2px; }
-.tok-target { background: rgba(120,120,120,.14); }
 .tok-empty, .nl { color: var(--body-text-color-subdued); font-size: 11px; }
 .step-mark { display: inline-block; font-size: 9px; line-height: 1; vertical-align: super;
   color: var(--body-text-color-subdued); border-left: 1px solid var(--body-text-color-subdued);
@@ -78,15 +69,6 @@ CSS = """
 html, body { overflow-x: hidden; }
 body:not(.has-run) .after-run, body.has-run .before-run { display: none !important; }
 #gen-error:not(:has(.error-box)), #gen-status:not(:has(.status-line, .verdict-big, .run-progress)) { display: none; }
-body.projector { font-size: 20px; }
-body.projector .tok-out { font-size: 22px; }
-body.projector .verdict-big { font-size: 34px; }
-body.projector .card .value { font-size: 32px; }
-body.projector .card .label, body.projector .tok-legend { font-size: 17px; }
-body.projector .fine-print, body.projector .explain-note, body.projector .card .sub,
-body.projector .run-progress .busy, body.projector .status-line, body.projector .tok-legend small { display: none; }
-body.projector .gradio-container { --text-md: 20px; --text-sm: 17px; --text-lg: 24px; }
-body.projector textarea, body.projector input, body.projector button, body.projector .prose { font-size: 20px; }
 .theory-fit { font-size: 14px; line-height: 1.5; }
 .fit-table { border-collapse: collapse; margin: 4px 0 10px; }
 .fit-table td, .fit-table th { border: 1px solid var(--border-color-primary); padding: 2px 8px; text-align: right; }
@@ -111,7 +93,7 @@ body.projector textarea, body.projector input, body.projector button, body.proje
 body.projector .tour-progress .where, body.projector .tour-compare .value { font-size: 20px !important; }
 body.projector .tour-compare .label { font-size: 16px !important; }
 body.projector #tour button { font-size: 18px !important; }
-"""
+""" + ROOM_CSS
 
 # Clicking a token selects it for the inspector: trigger gr.HTML's `select` with [step, position].
 TOKEN_CLICK_JS = """
@@ -144,5 +126,11 @@ LOAD_JS = """
 }
 """
 
-# The projector toggle: the class on <body> follows the checkbox (no server round trip).
-PROJECTOR_JS = "(on) => { document.body.classList.toggle('projector', !!on); return on; }"
+# The projector toggle: the class on <body> follows the checkbox (no server round trip), and the plots already drawn
+# are drawn again, so plotly lays them out for the text's new size (room_style.py).
+PROJECTOR_JS = """(on) => { document.body.classList.toggle('projector', !!on);
+  if (window.Plotly) setTimeout(() => document.querySelectorAll('.js-plotly-plot').forEach(
+    (plot) => window.Plotly.newPlot(plot, plot.data, plot.layout, plot._context)), 50);
+  return on; }"""
+# On load, the toggle shows the mode ?projector=1 asked for (its change then applies it).
+PROJECTOR_FROM_URL_JS = "() => ['1', 'true'].includes(new URLSearchParams(window.location.search).get('projector'))"

@@ -9,15 +9,13 @@ from specdec.ui.session import Session
 from specdec.ui.tabs.generate.callbacks import Lab
 from specdec.ui.tabs.sweep.callbacks import sweep
 from specdec.ui.views import plots
-from specdec.ui.views.memory_plots import pareto_figure
-
-from tests.ui_fakes import form_request
+from specdec.ui.views.memory_plots import pareto_figure, place_labels
 from specdec.ui.views.sweep import sweep_dataframe, sweep_update
 
 import pandas as pd
 import pytest
 
-from tests.ui_fakes import form_request, MEMORY, FakeEngine, FakeModel
+from tests.ui_fakes import MEMORY, FakeEngine, FakeModel, form_request
 
 LAB_DRAFTS = ["prompt-lookup", "lab-draft-small", "lab-draft-tiny", "lab-draft-distilled"]
 ONE_PAIR = Policy(min_repeats=1, floor_repeats=1, max_repeats=1, budget_s=0.0, hard_budget_s=0.0)
@@ -80,10 +78,10 @@ def test_generates_memory_chart_stacks_the_extra_from_its_three_parts():
     memory = MemoryReport("cpu", 40 * 2**20, 8 * 2**20, 2**20, 2**19, None, None, verify_kv_bytes=2**18,
                           peak_delta_bytes=2**20, peak_source=PEAK_CPU)
     fig = plots.memory_figure(memory)
-    stacked = [t for t in fig.data if list(t.x) == ["extra memory"]]
+    stacked = [t for t in fig.data if list(t.y) == ["extra memory"]]
     assert [t.name for t in stacked] == ["extra: draft weights", "extra: draft KV cache", "extra: verification slots"]
-    assert sum(t.y[0] for t in stacked) * 2**20 == memory.extra_bytes
-    assert "run peak Δ (RSS, coarse)" in list(fig.data[0].x) and "extra 8.8 MiB" in fig.layout.title.text
+    assert sum(t.x[0] for t in stacked) * 2**20 == memory.extra_bytes
+    assert "run peak Δ (RSS, coarse)" in list(fig.data[0].y) and "extra 8.8 MiB" in fig.layout.title.text
 
 
 @pytest.fixture(scope="module")
@@ -110,3 +108,18 @@ def test_in_a_real_sweep_extra_memory_grows_by_one_target_position_per_k(lab_swe
     model = {r.k: r for r in rows if r.draft == "lab-draft-small"}
     assert model[4].extra_bytes == model[4].draft_param_bytes + model[4].draft_kv_bytes + 4 * per_position
     assert model[8].draft_kv_bytes > model[1].draft_kv_bytes  # its cache is sized for K more positions
+
+
+def test_two_points_at_one_place_never_get_their_labels_at_the_same_spot():
+    placed_labels = place_labels([2**20, 2**20, 2**20], [1.20, 1.21, 1.5], ["K=1", "K=1", "K=2"])
+    shown = [spot for text, spot in placed_labels[:2] if text]
+    assert len(shown) == len(set(shown)) and placed_labels[2][0] == "K=2"
+
+
+def test_each_temperature_of_a_sweep_has_its_marker_shape_and_the_labels_name_only_k():
+    rows = placed(fake_rows([1, 2]), [(2**20, 1.2), (2 * 2**20, 1.1)])
+    hotter = placed(fake_rows([1, 2]), [(2**20, 1.21), (2 * 2**20, 1.12)])
+    for row in hotter:
+        row.temperature = 1.0
+    points = pareto_figure(rows + hotter).data[0]
+    assert len(set(points.marker.symbol)) == 2 and all("T=" not in text for text in points.text)

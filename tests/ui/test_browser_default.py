@@ -1,8 +1,8 @@
 """The app as a newcomer opens it: the default pair (SmolLM2-135M-Instruct, fetched and preloaded at
 start) and the first example stream coloured tokens in a real browser (Debian's chromium, headless); a full run
-of that example, inspector open, is the README's screenshot. The app measures as a Space does (limits.PUBLIC's
-timed repeats): the screenshot shows what a visitor of the demo sees, and its measurement ends at those repeats
-instead of running to the local app's one-minute budget."""
+of that example at 1280×800, its verdict and first tokens above the fold, is the README's screenshot. The app
+measures as a Space does (limits.PUBLIC's timed repeats): the screenshot shows what a visitor of the demo sees, and
+its measurement ends at those repeats instead of running to the local app's one-minute budget."""
 from specdec.models import presets
 from specdec.serving.limits import ENVIRONMENT, PUBLIC
 from specdec.ui.launch import ROOT
@@ -37,14 +37,15 @@ def test_the_first_example_streams_coloured_tokens_on_the_default_pair(page):
     expect(page.locator("#gen-status")).to_contain_text("Stopped")
 
 
-def test_screenshot_for_the_readme_shows_the_real_target_and_its_default_draft(page):
+def test_screenshot_for_the_readme_shows_the_result_above_the_fold_at_1280x800(page):
     choose_example(page, "chat · explain (prose)")
     draft = page.get_by_label("Draft", exact=True).input_value()  # the default draft: measured here, or the cards'
     page.locator("#run-btn").click()
     expect(page.locator("#gen-status")).to_contain_text(f"Ran {presets.DEFAULT_TARGET} with {draft}")
-    page.set_viewport_size({"width": 1440, "height": 1900})
-    page.locator("#tokens .tok-rejected:not(.tok-unchecked)").first.click()
-    expect(page.locator("#inspect-plot .js-plotly-plot")).to_be_visible()
+    page.set_viewport_size({"width": 1280, "height": 800})
     page.evaluate("window.scrollTo(0, 0)")
+    for result in (page.locator("#gen-status .verdict-big"), page.locator("#tokens .tok-out .tok").first):
+        b = result.evaluate("e => e.getBoundingClientRect().toJSON()")
+        assert b["top"] >= 0 and b["bottom"] <= 800, b  # the verdict and the first coloured tokens, unscrolled
     page.screenshot(path=str(SCREENSHOT))
     assert SCREENSHOT.stat().st_size > 50_000

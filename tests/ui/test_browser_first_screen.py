@@ -129,9 +129,6 @@ def test_four_primary_cards_of_equal_height_and_the_rest_in_details(space):
 def test_one_colour_per_fate_a_legend_for_plain_target_tokens_and_no_split_tokens(space):
     expect(space.locator(".tok-legend .tok-target")).to_be_visible()
     assert space.locator("#steps-table table").first.evaluate(SPLIT_WORDS) == []
-    space.set_viewport_size(LAPTOP)
-    space.evaluate("window.scrollTo(0, document.querySelector('#tabs').getBoundingClientRect().top + scrollY - 8)")
-    space.screenshot(path=str(SHOTS / "laptop-1280x800.png"))  # after a run: the verdict, tokens and cards
 
 
 def test_how_it_works_shows_the_name_placeholder(space):
@@ -171,6 +168,4 @@ def test_on_a_phone_the_sidebar_starts_closed_nothing_scrolls_sideways_and_run_i
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     page.locator("#run-btn").scroll_into_view_if_needed()
     assert on_screen(page, page.locator("#run-btn"))
-    page.evaluate("window.scrollTo(0, 0)")
-    page.screenshot(path=str(SHOTS / "phone-390x844.png"))
-    page.close()
+    page.close()  # its screenshot: test_browser_room.py (the phone's first screen, its compact row)

@@ -47,16 +47,16 @@ def _token_of(event, key: str):
     return None
 
 
-def _bars(chosen_id: int, chosen_text: str, series: dict[str, tuple[list, float | None]]) -> go.Figure:
-    """Grouped bars over the union of the series' top tokens; the chosen token comes first."""
+def _bars(chosen_id: int, chosen_text: str, series: dict[str, tuple[list, float | None, str]]) -> go.Figure:
+    """Grouped bars over the union of the series' top tokens, each series in its colour; the chosen token first."""
     labels = {chosen_id: chosen_text}
-    for top, _ in series.values():
+    for top, _, _ in series.values():
         for tp in top:
             labels.setdefault(tp.token_id, tp.text)
     ids = list(labels)
     names = [f"'{_show(labels[i])}'" + (" ◀" if i == chosen_id else "") for i in ids]
     fig = go.Figure()
-    for (name, (top, chosen_prob)), color in zip(series.items(), (COLORS["bonus"], COLORS["resampled"])):
+    for name, (top, chosen_prob, color) in series.items():
         probs = {tp.token_id: tp.prob for tp in top}
         if chosen_prob is not None:
             probs.setdefault(chosen_id, chosen_prob)
@@ -72,12 +72,13 @@ def inspect_figure(event, key: str) -> go.Figure:
         return style_figure(go.Figure(), "Pick a token to inspect", "", "probability")
     if key == "final":
         from_residual = bool(tok.residual_top)  # then tok.p is its probability under the residual
-        series = {"p(x): target": (tok.target_top, None if from_residual else tok.p)}
-        if from_residual:
-            series["norm(max(0, p − q)): residual"] = (tok.residual_top, tok.p)
+        series = {"p(x): target": (tok.target_top, None if from_residual else tok.p, COLORS["target"])}
+        if from_residual:  # what a resampled token is drawn from: in the resampled fate's colour
+            series["norm(max(0, p − q)): residual"] = (tok.residual_top, tok.p, COLORS["resampled"])
         title = f"Step {event.index}, target token '{_show(tok.text)}' ({tok.kind})"
     else:
-        series = {"p(x): target": (tok.target_top, tok.p), "q(x): draft": (tok.draft_top, tok.q)}
+        series = {"p(x): target": (tok.target_top, tok.p, COLORS["target"]),
+                  "q(x): draft": (tok.draft_top, tok.q, COLORS["draft"])}
         title = f"Step {event.index}, draft position {tok.position + 1}: '{_show(tok.text)}'"
     return readable_ticks(style_figure(_bars(tok.token_id, tok.text, series), title, "token (◀ = this one)",
                                        "probability", height=360))

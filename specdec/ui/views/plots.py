@@ -1,20 +1,27 @@
-"""Plotly figures for one run: pure functions from StepEvents / MemoryReport to go.Figure."""
+"""Plotly figures for one run: pure functions from StepEvents / MemoryReport to go.Figure. A token's fate has one
+colour and one pattern in every plot, the text's (fates.py); a title is short enough for half a laptop's width, its
+details in the subtitle below it."""
 from __future__ import annotations
 
 from specdec.engine.theory import live_metrics, position_counts, step_seconds
 from specdec.models.memory import format_bytes
+from specdec.ui.views.fates import FATE_COLORS, FATES, ROLE_COLORS
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-COLORS = {"accepted": "#009E73", "rejected": "#D55E00", "resampled": "#E69F00", "bonus": "#0072B2",
-          "target": "#777777", "spec": "#0072B2", "theory": "#CC79A7"}
+COLORS = {**FATE_COLORS, **ROLE_COLORS}  # a fate's colour, or a role's (a decoder, a distribution, the theory)
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]  # one per series
+TITLE_PX, SUBTITLE_PX = 14, 12
 
 
-def style_figure(fig: go.Figure, title: str, x: str, y: str, height: int = 300) -> go.Figure:
-    fig.update_layout(title=dict(text=title, font=dict(size=14)), height=height, template="plotly_white",
-                      margin=dict(l=50, r=15, t=45, b=45), legend=dict(orientation="h", y=-0.25),
+def style_figure(fig: go.Figure, title: str, x: str, y: str, height: int = 300, subtitle: str = "") -> go.Figure:
+    """The plots' one look: the title (and its subtitle, under it), axis titles, the legend under the plot."""
+    head = dict(text=title, font=dict(size=TITLE_PX))
+    if subtitle:
+        head["subtitle"] = dict(text=subtitle, font=dict(size=SUBTITLE_PX))
+    fig.update_layout(title=head, height=height, template="plotly_white",
+                      margin=dict(l=50, r=15, t=62 if subtitle else 45, b=45), legend=dict(orientation="h", y=-0.25),
                       xaxis_title=x, yaxis_title=y)
     return fig
 
@@ -32,32 +39,38 @@ def acceptance_by_position_figure(events) -> go.Figure:
                     hovertemplate="α = %{y:.2f} (%{customdata[0]} of %{customdata[1]} evaluated)<extra></extra>")
     fig.update_yaxes(range=[0, 1.05])
     fig.update_xaxes(dtick=1)
-    return style_figure(fig, "Acceptance by draft position (bars: accepted/drafted counts)", "draft position",
-                        "fraction")
+    return style_figure(fig, "Acceptance by draft position", "draft position", "fraction",
+                        subtitle="bars: accepted / drafted (counts on them) · ◆ α: accepted / evaluated")
 
 
 def _final_fate(event) -> str:
-    """The colour key of a step's own token: resampled, bonus, or a plain target step (no drafts)."""
+    """The fate of a step's own token: resampled, bonus, or target (plain decoding, no drafts)."""
     kind = getattr(event.final, "kind", None)
     return kind if kind in ("resampled", "bonus", "target") else "resampled"
 
 
+FINAL_NAMES = {"resampled": "target's token: resampled", "bonus": "target's token: bonus",
+               "target": "target's token: plain decoding"}
+
+
 def accepted_length_figure(events) -> go.Figure:
-    """Accepted draft tokens per step, with the step's K and the tokens it emitted."""
+    """Accepted draft tokens per step, stacked with the step's own token in its fate's colour and pattern (one trace
+    per fate, so each legend swatch is its bars'), and the step's K."""
     steps = [e.index for e in events]
     fig = go.Figure()
     fig.add_bar(x=steps, y=[e.num_accepted for e in events], name="accepted drafts",
                 marker_color=COLORS["accepted"])
-    fig.add_bar(x=steps, y=[len(e.emitted_ids) - min(e.num_accepted, len(e.emitted_ids)) for e in events],
-                name="target's token: resampled", marker_color=[COLORS[_final_fate(e)] for e in events],
-                marker_pattern_shape=["/" if _final_fate(e) == "bonus" else "" for e in events])
-    for fate in ("bonus", "target"):  # legend entries for the bars' other colours (the text's colours)
-        fig.add_bar(x=[None], y=[None], name=f"target's token: {'bonus' if fate == 'bonus' else 'plain decoding'}",
-                    marker_color=COLORS[fate], marker_pattern_shape="/" if fate == "bonus" else "")
+    for fate, name in FINAL_NAMES.items():
+        own = [e for e in events if _final_fate(e) == fate]
+        if own or fate == "resampled":
+            fig.add_bar(x=[e.index for e in own], name=name, marker_color=COLORS[fate],
+                        y=[len(e.emitted_ids) - min(e.num_accepted, len(e.emitted_ids)) for e in own],
+                        marker_pattern=dict(shape=FATES[fate].pattern, fgcolor="#ffffff", solidity=0.35))
     fig.add_scatter(x=steps, y=[e.k for e in events], mode="lines", name="K",
-                    line=dict(shape="hv", dash="dash", color=COLORS["target"]))
+                    line=dict(shape="hv", dash="dash", color=COLORS["k"]))
     fig.update_layout(barmode="stack")
-    return style_figure(fig, "Accepted length per step (+ the target's own token)", "step", "tokens")
+    return style_figure(fig, "Accepted length per step", "step", "tokens",
+                        subtitle="accepted drafts + the target's own token · dashed: K")
 
 
 def _cumulative(events, total_s: float | None = None) -> tuple[list[float], list[int]]:
@@ -90,8 +103,9 @@ def throughput_figure(spec, baseline=None) -> go.Figure:
     return style_figure(fig, title, "engine time (s)", "tokens")
 
 
-MEMORY_COLORS = {"target": "#0072B2", "target KV": "#56B4E9", "draft": "#E69F00", "draft KV": "#F5C65C",
-                 "verification slots": "#CC79A7", "measured": "#999999"}
+# The target's parts in its grey, the drafter's in the draft's sky blue (lighter: the KV caches), the measured in black.
+MEMORY_COLORS = {"target": ROLE_COLORS["target"], "target KV": "#BBBBBB", "draft": ROLE_COLORS["draft"],
+                 "draft KV": "#A9DAF3", "verification slots": ROLE_COLORS["theory"], "measured": "#000000"}
 
 
 def _mib(n) -> float | None:
@@ -117,42 +131,39 @@ def _held_parts(memory) -> list[tuple[str, int, str]]:
     return parts
 
 
-def _two_lines(name: str) -> str:
-    """A tick label broken at every space, so neighbouring labels never overlap at a laptop's width."""
-    return name.replace(" (", "<br>(").replace(" ", "<br>")
-
-
 def memory_figure(memory) -> go.Figure:
-    """Left, what the run holds (target weights and KV cache, the drafter's weights and KV cache, the measured
-    peaks; log scale, as process RSS dwarfs the rest); right, the extra memory of speculation stacked from its
-    parts (MemoryReport's terms)."""
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.75, 0.25], horizontal_spacing=0.12)
+    """Above, what the run holds (target weights and KV cache, the drafter's weights and KV cache, the measured
+    peaks; log scale, as process RSS dwarfs the rest); below, the extra memory of speculation stacked from its parts
+    (MemoryReport's terms). Bars lie horizontal, their names one line each on the left: no width makes them collide."""
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.72, 0.28], vertical_spacing=0.2)
     if memory is not None:
         parts = _held_parts(memory)
-        names = [n for n, _, _ in parts]
-        fig.add_bar(x=names, y=[_mib(v) for _, v, _ in parts], showlegend=False, name="held",
-                    text=[format_bytes(v) for _, v, _ in parts], textposition="outside", cliponaxis=False,
-                    marker_color=[MEMORY_COLORS[c] for _, _, c in parts], row=1, col=1)
-        fig.update_xaxes(tickvals=names, ticktext=[_two_lines(n) for n in names], tickangle=0,
-                         tickfont=dict(size=10), row=1, col=1)
-        fig.update_yaxes(type="log", row=1, col=1)
+        fig.add_bar(y=[n for n, _, _ in parts], x=[_mib(v) for _, v, _ in parts], orientation="h", showlegend=False,
+                    name="held", text=[format_bytes(v) for _, v, _ in parts], textposition="outside",
+                    cliponaxis=False, marker_color=[MEMORY_COLORS[c] for _, _, c in parts], row=1, col=1)
+        fig.update_yaxes(autorange="reversed", automargin=True, row=1, col=1)
+        fig.update_xaxes(type="log", dtick=1, title_text="MiB (log)", row=1, col=1)  # a tick per power of ten
         for name, value, color in (("draft weights", memory.draft_param_bytes, "draft"),
                                    ("draft KV cache", memory.draft_kv_bytes, "draft KV"),
                                    ("verification slots", memory.verify_kv_bytes or 0, "verification slots")):
-            fig.add_bar(x=["extra memory"], y=[_mib(value)], name=f"extra: {name}", marker_color=MEMORY_COLORS[color],
-                        hovertemplate=f"{name}: {format_bytes(value)}<extra></extra>", row=1, col=2)
-        fig.update_yaxes(title_text="MiB", row=1, col=2)
+            fig.add_bar(y=["extra memory"], x=[_mib(value)], orientation="h", name=f"extra: {name}",
+                        marker_color=MEMORY_COLORS[color],
+                        hovertemplate=f"{name}: {format_bytes(value)}<extra></extra>", row=2, col=1)
+        fig.update_yaxes(automargin=True, row=2, col=1)
+        fig.update_xaxes(title_text="MiB", row=2, col=1)
         fig.update_layout(barmode="stack")
-    fig = style_figure(fig, _memory_title(memory), "", "MiB (log)", height=400)
-    return fig.update_layout(margin=dict(b=70), legend=dict(y=-0.35))
+    title, subtitle = _memory_title(memory)
+    fig = style_figure(fig, title, "", "", height=420, subtitle=subtitle)
+    return fig.update_layout(margin=dict(r=60, b=60), legend=dict(y=-0.22))
 
 
-def _memory_title(memory) -> str:
+def _memory_title(memory) -> tuple[str, str]:
     if memory is None:
-        return "Memory (n/a)"
-    share = f", {memory.extra_bytes / memory.target_param_bytes:.1%} of the target's weights" \
+        return "Memory (n/a)", ""
+    share = f"{memory.extra_bytes / memory.target_param_bytes:.1%} of the target's weights · " \
         if memory.target_param_bytes else ""
-    return f"Memory ({memory.device}): extra {format_bytes(memory.extra_bytes)}{share}"
+    return (f"Memory ({memory.device}): extra {format_bytes(memory.extra_bytes)}",
+            f"{share}above: what the run holds (log scale)")
 
 
 def run_figures(events, spec=None, baseline=None, memory=None) -> dict[str, go.Figure]:

@@ -1,6 +1,7 @@
 """HTML for a run's tokens, coloured by their fate, with a legend and visible step boundaries.
 
-Every fate has a hue AND a shape (underline style, strike-through, box), so it reads without colour.
+Every fate has a hue AND a shape (underline style, strike-through, box), so it reads without colour (fates.py:
+the same colours in the legend and every plot).
 Spans carry classes tests and CSS rely on: tok-accepted, tok-rejected, tok-unchecked, tok-resampled,
 tok-bonus, tok-target; data-step / data-pos say where a token came from (for the inspector).
 """
@@ -8,15 +9,8 @@ from __future__ import annotations
 
 from html import escape
 
-FATES = {
-    "accepted": ("Accepted draft token", "the draft proposed it, the target agreed"),
-    "rejected": ("Rejected draft token", "struck through where the draft proposed it"),
-    "unchecked": ("Discarded unchecked", "proposed after a rejection, never evaluated"),
-    "resampled": ("Resampled", "drawn by the target after a rejection (greedy: its argmax there)"),
-    "bonus": ("Bonus token", "drawn by the target after all K were accepted"),
-    "target": ("Target-only token", "plain decoding, one target forward per token"),
-}
-_LEGEND_ORDER = ("accepted", "rejected", "unchecked", "resampled", "bonus", "target")
+from specdec.ui.views.fates import FATES
+
 
 
 def _visible(text: str, struck: bool) -> str:
@@ -62,7 +56,7 @@ def render_step(event, current: bool = False) -> str:
         spans.append(_span(fate, d.text, event.index, f"d{d.position}", _draft_title(event, d)))
     final = event.final
     if final is not None and final.position < kept:
-        title = f"step {event.index} · {FATES[final.kind][0].lower()} · p={fmt_prob(final.p)}"
+        title = f"step {event.index} · {FATES[final.kind].name.lower()} · p={fmt_prob(final.p)}"
         spans.append(_span(final.kind, final.text, event.index, "final", title))
     cls = "tok-step tok-step-current" if current else "tok-step"
     return f'<span class="{cls}" data-step="{event.index}">{"".join(spans)}</span>'
@@ -84,11 +78,13 @@ def render_tokens(events, prompt: str = "", *, current_step: int | None = None,
     return f'<div class="tok-out">{"".join(parts)}</div>'
 
 
-def render_legend(fates=_LEGEND_ORDER) -> str:
-    """Swatches styled exactly like the tokens, with what each fate means."""
+def render_legend(fates=tuple(FATES)) -> str:
+    """Swatches styled exactly like the tokens, each with its name and what it means (the app shows the meaning on
+    hover, a report beside the name)."""
     items = "".join(
-        f'<span class="legend-item"><span class="tok tok-{f}{" tok-rejected" if f == "unchecked" else ""}">'
-        f'{"token"}</span> {escape(FATES[f][0])}<small> · {escape(FATES[f][1])}</small></span>'
+        f'<span class="legend-item" data-fate="{f}" title="{escape(FATES[f].meaning)}"><span class="tok tok-{f}'
+        f'{" tok-rejected" if f == "unchecked" else ""}">token</span> {escape(FATES[f].name)}'
+        f'<small> · {escape(FATES[f].meaning)}</small></span>'
         for f in fates)
     mark = '<span class="legend-item"><span class="step-mark">3</span> step boundary (number = step)</span>'
     return f'<div class="tok-legend">{items}{mark}</div>'

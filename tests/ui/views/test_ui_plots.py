@@ -15,9 +15,11 @@ def test_acceptance_figure_has_one_bar_per_draft_position():
     assert list(fig.data[0].x) == [1, 2, 3] and fig.data[0].y[0] == 1.0
 
 
-def test_lengths_figure_stacks_accepted_drafts_and_target_tokens_per_step():
+def test_lengths_figure_stacks_accepted_drafts_and_each_steps_own_token_in_its_fates_trace():
     fig = plots.accepted_length_figure(mixed_run())
-    assert list(fig.data[0].y) == [2, 1, 1] and list(fig.data[1].y) == [1, 1, 1]
+    own = {t.name: dict(zip(t.x, t.y)) for t in fig.data[1:] if t.type == "bar"}
+    assert list(fig.data[0].y) == [2, 1, 1]
+    assert own == {"target's token: resampled": {1: 1, 2: 1}, "target's token: bonus": {0: 1}}
 
 
 def test_throughput_figure_draws_speculative_and_baseline_with_their_rates():
@@ -30,8 +32,10 @@ def test_throughput_figure_draws_speculative_and_baseline_with_their_rates():
     assert fig.data[0].y[-1] == spec.metrics.new_tokens and fig.data[0].x[-1] == spec.metrics.wall_time_s
 
 
-def test_memory_figure_breaks_down_weights_caches_and_rss():
-    names = list(plots.memory_figure(MEMORY).data[0].x)
+def test_memory_figure_breaks_down_weights_caches_and_rss_in_horizontal_bars():
+    held = plots.memory_figure(MEMORY).data[0]
+    names = list(held.y)
+    assert held.orientation == "h"
     assert names == ["target weights", "draft weights", "target KV cache", "draft KV cache", "process RSS"]
 
 
@@ -43,3 +47,8 @@ def test_run_figures_returns_the_four_plots_by_output_name():
 def test_the_acceptance_figure_names_acceptance_rate_and_alpha_with_their_definitions():
     names = [t.name for t in plots.acceptance_by_position_figure(mixed_run()).data]
     assert names == ["acceptance rate (accepted / drafted)", "α (accepted / evaluated)"]
+
+
+def test_the_acceptance_title_is_short_with_its_definitions_in_the_subtitle():
+    title = plots.acceptance_by_position_figure(mixed_run()).layout.title
+    assert title.text == "Acceptance by draft position" and "accepted / drafted" in title.subtitle.text

@@ -29,8 +29,9 @@ RUN_STORE_SECRET = "specdec-last-run-v1"  # fixed, as the tour's: the entry stay
 # the restored run's views replace the first screen's sketch (style.py: body.has-run), as a Run does
 SHOW_RESTORED_JS = "() => { if (document.querySelector('#gen-status [data-restored]')) " \
                    "document.body.classList.add('has-run'); }"
-# Column widths that hold each header on one line at 12px (style.py), so no header wraps letter by letter.
-STEP_WIDTHS = ["5%", "4%", "20%", "9%", "7%", "11%", "17%", "9%", "9%", "9%"]
+# One width per column (tables.STEP_COLUMNS), each holding its header on one line at 12px (style.py) and the
+# token columns ("final", "final kind") a whole token: the table scrolls sideways before a token breaks mid-word.
+STEP_WIDTHS = ["52px", "40px", "220px", "80px", "110px", "100px", "200px", "76px", "80px", "76px", "90px", "80px"]
 
 
 def build(c: dict) -> None:
@@ -85,7 +86,7 @@ def _inspector(c: dict) -> None:
         c["step_story"] = gr.HTML(elem_id="step-story")
         c["replay"] = gr.HTML(elem_id="replay")
         with gr.Row():
-            c["inspect_plot"] = gr.Plot(label="p(x) vs q(x)", elem_id="inspect-plot")
+            c["inspect_plot"] = gr.Plot(label="p(x) vs q(x)", show_label=False, elem_id="inspect-plot")
             c["inspect_details"] = gr.HTML(elem_id="inspect-details")
 
 
@@ -126,8 +127,9 @@ def wire_restore(lab: Lab, c: dict, session, load_trigger) -> None:
 def build_report_controls(c: dict) -> None:
     with gr.Row():
         c["report_btn"] = gr.Button("Download report (HTML)", size="sm", scale=0, min_width=220, elem_id="report-btn")
+        # no empty drop zone before a report exists (style.py hides #report-file until it holds a file)
         c["report_file"] = gr.File(label="Report: settings, figures, tables and tokens in one HTML file",
-                                   elem_id="report-file", scale=3)
+                                   elem_id="report-file", scale=3, interactive=False)
 
 
 def wire_report(lab: Lab, c: dict, session) -> None:
