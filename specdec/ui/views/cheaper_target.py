@@ -109,9 +109,22 @@ def formats_note(result: wf.CheaperTarget, source: str) -> str:
             f"{result.draft_token_s * 1e3:.2f} ms a drafted token ({escape(source)}) whatever the target's format, "
             f"so as the target gets cheaper c grows: from {heavy.c:.3f} ({escape(heavy.format.label)}, a "
             f"{heavy.step_s * 1e3:.1f} ms step) to {light.c:.3f} ({escape(light.format.label)}, {light.step_s * 1e3:.1f} "
-            f"ms). The best K moves from {heavy.best_k} to {light.best_k} and the speedup from "
-            f"{heavy.best_speedup:.2f}× to {light.best_speedup:.2f}× at α = {result.alpha:.2f}: the cheaper target is "
-            f"faster, and speculation buys less on it. {steps}</p>")
+            f"ms). {movement(heavy, light, result.alpha)} "
+            f"{steps}</p>")
+
+
+def movement(heavy: wf.FormatPoint, light: wf.FormatPoint, alpha: float) -> str:
+    """What the cheaper target did to the best K and the speedup, in words that match the figures."""
+    k = (f"The best K stays at {heavy.best_k}" if heavy.best_k == light.best_k else
+         f"The best K moves from {heavy.best_k} to {light.best_k}")
+    speed = f"the speedup goes from {heavy.best_speedup:.2f}× to {light.best_speedup:.2f}× at α = {alpha:.2f}"
+    if light.best_speedup < heavy.best_speedup * 0.99:
+        return f"{k} and {speed}: the cheaper target is faster, and speculation buys less on it."
+    if light.best_speedup > heavy.best_speedup * 1.01:
+        return f"{k} and {speed}: here the cheaper path verifies K+1 tokens for less (its own v(K)), which outweighs c."
+    if heavy.step_s < 1.2 * light.step_s:
+        return f"{k} and {speed}: here a step is mostly its fixed overhead, so the weights' bytes barely move c."
+    return f"{k} and {speed}: no difference worth a figure at this α and drafting cost."
 
 
 def render_formats(pred: cm.Prediction, alpha: float, measured: Optional[Measured], tuned=None) -> dict:

@@ -1,5 +1,6 @@
 """The "Why this speedup?" tab's cheaper-target view (specdec/ui/views/cheaper_target.py) on made-up figures: a fixed
 device, a made-up tuning record (the steps `tune` timed) and made-up measured rows (the tab's Measure)."""
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -71,7 +72,9 @@ def test_a_cheaper_target_moves_the_best_k_down_and_the_speedup_with_it_in_the_n
     assert light["c"] > heavy["c"] and light["best K"] <= heavy["best K"]
     assert light["speedup at best K"] < heavy["speedup at best K"]
     note = out["formats_note"]
-    assert f"from {heavy['best K']} to {light['best K']}" in note and "measured here" in note
+    assert view.movement(*(next(p for p in view.lesson(prediction(), 0.7, MEASURED_Q4, TUNED).points
+                              if p.format.key == key) for key in ("f32", "q4_1")), 0.7) in note
+    assert f"{heavy['speedup at best K']:.2f}× to {light['speedup at best K']:.2f}×" in note and "measured here" in note
     assert "Steps measured here by <code>tune</code>: float16 (from Q4_1), Q4_1 as published (head Q8_0)" in note
 
 
@@ -101,3 +104,13 @@ def test_the_figure_draws_one_curve_per_format_measured_steps_solid_modelled_dot
     assert dashes == {"f32": "dot", "f16": "solid", "q8_0": "dot", "q4_1": "solid"}
     stars = [t for t in fig.data if t.mode == "markers" and t.marker.symbol == "star"]
     assert len(stars) == len(wf.FORMATS)
+
+
+def test_the_note_says_what_the_cheaper_target_did_in_words_that_match_the_figures():
+    lesson = view.lesson(prediction(), 0.7, MEASURED_Q4, TUNED)
+    by_key = {p.format.key: p for p in lesson.points}
+    fewer = replace(by_key["q4_1"], best_k=by_key["f32"].best_k - 1, best_speedup=by_key["f32"].best_speedup * 0.9)
+    assert view.movement(by_key["f32"], fewer, 0.7).endswith("speculation buys less on it.")
+    assert f"moves from {by_key['f32'].best_k} to {by_key['f32'].best_k - 1}" in view.movement(by_key["f32"], fewer, 0.7)
+    same = replace(by_key["f32"], step_s=by_key["f32"].step_s * 0.95)
+    assert "stays at" in view.movement(by_key["f32"], same, 0.7) and "fixed overhead" in view.movement(by_key["f32"], same, 0.7)
