@@ -15,7 +15,7 @@ from specdec.ui.views.sweep import sweep_dataframe, sweep_update
 import pandas as pd
 import pytest
 
-from tests.ui_fakes import MEMORY, FakeEngine, FakeModel
+from tests.ui_fakes import MEMORY, FakeEngine, FakeModel, form_request
 
 LAB_DRAFTS = ["prompt-lookup", "lab-draft-small", "lab-draft-tiny", "lab-draft-distilled"]
 ONE_PAIR = Policy(min_repeats=1, floor_repeats=1, max_repeats=1, budget_s=0.0, hard_budget_s=0.0)
@@ -88,8 +88,10 @@ def test_generates_memory_chart_stacks_the_extra_from_its_three_parts():
 def lab_sweep():
     """The Sweep tab's callback on the bundled lab family: every bundled drafter at K = 1, 4, 8."""
     session = Session()
-    final = list(sweep(Lab(sweep_policy=ONE_PAIR), session, "def parse(argv):", False, "lab-target", "", LAB_DRAFTS,
-                       "1, 4, 8", "0", 16, 0, 1.0, 0, chat=False))[-1]
+    request = form_request(prompt="def parse(argv):", clean_whitespace=False, target="lab-target", target_custom="",
+                           draft=LAB_DRAFTS[0], draft_custom="", k=4, temperature=0.0, top_p=1.0, top_k=0,
+                           max_new_tokens=16, seed=0, chat=False)
+    final = list(sweep(Lab(sweep_policy=ONE_PAIR), session, request, LAB_DRAFTS, "1, 4, 8", "0", 16))[-1]
     return final, session.sweep_rows
 
 
