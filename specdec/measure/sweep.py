@@ -69,6 +69,8 @@ class SweepRow:
     peak_delta_bytes: Optional[int] = None  # measured; coarse where peak_source says so
     baseline_peak_delta_bytes: Optional[int] = None  # the same for the latest target-only run
     peak_source: Optional[str] = None
+    target_param_bytes: Optional[int] = None  # the target's weights as held, and which weights they are
+    target_weights: Optional[str] = None  # (MemoryReport.target_weights: "Q4_1 as published", "float16 from Q4_1", ...)
     schedule: str = CONSTANT
 
 
@@ -145,7 +147,7 @@ def make_row(point: SweepPoint, measurement: Measurement) -> SweepRow:
 
 
 MEMORY_FIELDS = ("draft_param_bytes", "draft_kv_bytes", "target_kv_bytes", "verify_kv_bytes", "extra_bytes",
-                 "peak_delta_bytes", "peak_source")
+                 "peak_delta_bytes", "peak_source", "target_param_bytes", "target_weights")
 
 
 def memory_fields(measurement: Measurement) -> dict:

@@ -358,10 +358,18 @@ def local_config(source: str, trust_remote_code: bool):
         return None
 
 
-def cached_for(source: str, device: torch.device, trust_remote_code: bool = False) -> Optional[TunedPath]:
-    """The cached choice for a local model folder on this machine, without measuring (None: none yet)."""
+def cached_for(source: str, device: torch.device, trust_remote_code: bool = False, blocks=()) -> Optional[TunedPath]:
+    """The cached choice for a local model folder on this machine, without measuring (None: none yet); blocks: the
+    GGUF block formats it was measured with (tuned_path's key names them)."""
     config = local_config(source, trust_remote_code)
-    return cached_path(tuning_key(config, device)) if config is not None else None
+    return cached_path(path_key(config, device, blocks)) if config is not None else None
+
+
+def path_key(config, device: torch.device, blocks=()) -> dict:
+    """The tuning record's key: the model's shape and this machine (tuning_key), and the GGUF block formats tried."""
+    key = tuning_key(config, device)
+    key.update({"gguf blocks": sorted(blocks)} if blocks else {})
+    return key
 
 
 def tuned_path(source: str, device: torch.device, load_float32: Callable[[], object], *,
@@ -374,8 +382,7 @@ def tuned_path(source: str, device: torch.device, load_float32: Callable[[], obj
     if config is None:
         loaded = load_float32()
         config = loaded.model.config
-    key = tuning_key(config, device)
-    key.update({"gguf blocks": sorted(blocks)} if blocks else {})
+    key = path_key(config, device, blocks or ())
     known = None if refresh else cached_path(key)
     if known is not None:
         return known

@@ -20,6 +20,7 @@ class Measured:
     context: int  # prompt tokens
     dtype: str  # as the models were loaded
     step_s: Optional[float] = None  # median target-only step (1-token forward and bookkeeping) over every pair
+    weights: str = ""  # which weights the target ran (LoadedModel.weights_label: "Q4_1 as published", ...)
 
 
 def prediction(target: str, draft: str, k: int, device, dtype: str, measured: Optional[Measured],

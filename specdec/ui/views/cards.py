@@ -57,7 +57,8 @@ def _memory_card(memory) -> str:
     kv = memory.target_kv_bytes + memory.draft_kv_bytes
     peak = memory.peak_device_bytes if memory.peak_device_bytes is not None else memory.process_rss_bytes
     peak_name = "peak device" if memory.peak_device_bytes is not None else "process RSS"
-    sub = f"weights {format_bytes(weights)} + KV {format_bytes(kv)} · {peak_name} {format_bytes(peak)}"
+    which = f" (target: {memory.target_weights})" if memory.target_weights else ""
+    sub = f"weights {format_bytes(weights)}{which} + KV {format_bytes(kv)} · {peak_name} {format_bytes(peak)}"
     return metric_card("Memory", format_bytes(weights + kv), sub, "memory")
 
 

@@ -118,7 +118,8 @@ def _peak_name(memory) -> str:
 
 def _held_parts(memory) -> list[tuple[str, int, str]]:
     """(name, bytes, colour key) of what the run holds, counted then measured."""
-    parts = [("target weights", memory.target_param_bytes, "target"),
+    parts = [(f"target weights ({memory.target_weights})" if memory.target_weights else "target weights",
+              memory.target_param_bytes, "target"),
              ("draft weights", memory.draft_param_bytes, "draft"),
              ("target KV cache", memory.target_kv_bytes, "target KV"),
              ("draft KV cache", memory.draft_kv_bytes, "draft KV")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from html import escape
 
+from specdec.models.memory import format_bytes
 from specdec.planning.choice import AUTO
 from specdec.serving.run_record import RunRecord
 from specdec.ui.session import Session
@@ -50,6 +51,8 @@ def settings_html(record: RunRecord) -> str:
         rows.append(("exercise", record.exercise))
     if memory is not None:
         rows.append(("device", memory.device))
+        if memory.target_weights:
+            rows.append(("target weights", f"{memory.target_weights}, {format_bytes(memory.target_param_bytes)} held"))
     df = pd.DataFrame([(k, "off" if v is None else v) for k, v in rows], columns=["setting", "value"])
     return f"{table_html(df)}<p>Prompt (as tokenised):</p><pre class='prompt'>{escape(record.prompt_text)}</pre>"
 

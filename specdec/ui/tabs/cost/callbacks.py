@@ -9,6 +9,7 @@ from typing import Optional
 
 from specdec.engine.theory import median
 from specdec.measure import cost_model as cm
+from specdec.measure import weight_formats
 from specdec.measure.device_presets import THIS_MACHINE, cached_machine, measure_this_machine, preset
 from specdec.measure.sweep import SweepPoint, SweepRunner, add_theory, parse_ks, plan_sweep
 from specdec.serving.limits import check_sweep_size, current
@@ -17,6 +18,7 @@ from specdec.serving.request import RunRequest
 from specdec.ui.lab import LabCore, error_update, measure_points
 from specdec.ui.models import describe_error, pick_name
 from specdec.ui.session import Session
+from specdec.ui.views.cheaper_target import render_formats
 from specdec.ui.views.cost import render
 from specdec.ui.views.render import render_status
 
@@ -39,7 +41,8 @@ def predict_view(target, draft, target_custom, draft_custom, k, device_key, dtyp
             return {"summary": render_status(NOT_MEASURED), "status": "", "error": ""}
         mine = measured if measured is not None and (measured.target, measured.draft) == (target, draft) else None
         pred = prediction(target, draft, int(k), device, dtype or "auto", mine, allow_local_paths)
-        return render(pred, float(alpha), mine)
+        return {**render(pred, float(alpha), mine),
+                **render_formats(pred, float(alpha), mine, tuned_here(target, device_key, allow_local_paths))}
     except Exception as exc:  # noqa: BLE001 (a live prediction: a quiet note in its own place, no alarm)
         return {"summary": render_status(f"No prediction for {target} + {draft}: {describe_error(exc)}"), "status": "",
                 "error": ""}
@@ -68,7 +71,10 @@ def measure(lab: LabCore, session: Session, request: RunRequest, device_key, dty
             done = f"Measured {len(rows)} of {len(ks)} K values" + (" (stopped)." if session.stop_requested else ".")
             pred = prediction(*names, int(k), device if device_key == THIS_MACHINE else preset(device_key),
                               dtype or "auto", measured, allow_local_paths, measure_peak=True)
-            yield {**render(pred, DEFAULT_ALPHA if alpha is None else alpha, measured), "state": measured,
+            shown = DEFAULT_ALPHA if alpha is None else alpha
+            yield {**render(pred, shown, measured),
+                   **render_formats(pred, shown, measured, tuned_here(names[0], device_key, allow_local_paths)),
+                   "state": measured,
                    "alpha": gr.skip() if alpha is None else alpha, "status": render_status(done)}
         except Exception as exc:  # noqa: BLE001
             yield error_update(exc)
@@ -77,7 +83,19 @@ def measure(lab: LabCore, session: Session, request: RunRequest, device_key, dty
 def record(names: tuple[str, str], prep, runner: SweepRunner, rows) -> Measured:
     loaded = str(getattr(prep.target, "dtype", "")).replace("torch.", "")
     return Measured(*names, tuple(add_theory(rows)), len(prep.ids), loaded if loaded in cm.DTYPE_BYTES else "auto",
-                    target_step_s(runner, rows))
+                    target_step_s(runner, rows), getattr(prep.target, "weights_label", ""))
+
+
+def tuned_here(target: str, device_key: str, allow_local_paths: bool = True):
+    """This machine's tuning record of the target (each path's measured step and verification), for the
+    cheaper-target lesson; None on a preset device, or where `tune` has not measured it (the lesson then models
+    every format's step)."""
+    if device_key != THIS_MACHINE:
+        return None
+    try:
+        return weight_formats.tuned_record(target, cm.model_source(target, allow_local_paths))
+    except Exception:  # noqa: BLE001 (an unreadable record: the lesson models the steps instead)
+        return None
 
 
 def target_step_s(runner: SweepRunner, rows) -> Optional[float]:

@@ -9,6 +9,7 @@ from specdec.measure.device_presets import THIS_MACHINE, device_choices
 from specdec.ui.controls import run_controls
 from specdec.ui.lab import LabCore, local_paths_allowed
 from specdec.ui.tabs.cost.callbacks import DEFAULT_ALPHA, NOT_MEASURED, measure, predict_view
+from specdec.ui.views.cheaper_target import FORMAT_COLUMNS
 from specdec.ui.views.cost import COLUMNS
 from specdec.ui.views.render import render_status
 from specdec.ui.wiring import DEVICE, on, on_request, on_stop, pick
@@ -49,6 +50,11 @@ def build(c: dict) -> None:
     c["cost_table"] = gr.Dataframe(pd.DataFrame(columns=COLUMNS), label="Predicted vs measured, per K",
                                    elem_id="cost-table", max_height=320)
     gr.Markdown(EXPLAIN, elem_classes=["explain-note"])
+    with gr.Accordion("When the target gets cheaper: weight formats (float32, float16, Q8_0, Q4_1)", open=True):
+        c["cost_formats_note"] = gr.HTML("", elem_id="cost-formats-note")
+        c["cost_formats_figure"] = gr.Plot(elem_id="cost-formats", show_label=False, label="Speedup vs K by format")
+        c["cost_formats_table"] = gr.Dataframe(pd.DataFrame(columns=FORMAT_COLUMNS), elem_id="cost-formats-table",
+                                               label="Each weight format: bytes a token, step, c, best K, speedup")
     c["cost_state"] = gr.State(None)
 
 
@@ -57,7 +63,8 @@ def wire(lab: LabCore, c: dict, session) -> None:
     view_in = [c[n] for n in ("target", "draft", "target_custom", "draft_custom", "k", "cost_device", "cost_dtype",
                               "cost_alpha", "cost_state")]
     view_out = pick(c, summary="cost_summary", roofline="cost_roofline", speedup="cost_speedup", table="cost_table",
-                    status="cost_status", error="cost_error")
+                    formats_note="cost_formats_note", formats_figure="cost_formats_figure",
+                    formats_table="cost_formats_table", status="cost_status", error="cost_error")
     show = partial(predict_view, allow_local_paths=allow)
     for trigger in (c["cost_device"].change, c["cost_dtype"].change, c["cost_alpha"].release, c["k"].release,
                     c["target"].change, c["draft"].change):
