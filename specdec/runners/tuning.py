@@ -11,8 +11,9 @@ Candidates: float32 (through float16 weight copies where the weights are float16
 float32 on the lab's kernels where they build and fit (lab_kernel_runner.py: float16 weights, row-exact), on a
 CPU that computes bfloat16 natively and for models of at least loading.BF16_MIN_PARAMS parameters, bfloat16
 (oneDNN-packed), and for a model carried as a GGUF file its own blocks (q4_1, q8_0: block_model.py; other numbers than
-float32's, so held to row-exactness and their own identity, not float32's tokens); each on one thread and every core. Not candidates: float16 activations (CPU
-kernels are slow and not row-exact), float32 without the copies (SPECDEC_PACKED_WEIGHTS is process-wide).
+float32's, so held to row-exactness and their own identity, not float32's tokens); each on one thread and every
+core. Not candidates: float16 activations (CPU kernels are slow and not row-exact), float32 without the copies
+(SPECDEC_PACKED_WEIGHTS is process-wide).
 
 Each candidate, on a fixed CONTEXT-token prefix: the median of REPEATS one-token forwards (a decoding step), of
 REPEATS (K + 1)-token forwards (a verification at PROBE_K) and of REPEATS WIDE_ROWS-token forwards (a long chain
@@ -43,13 +44,7 @@ from specdec import config
 from specdec.models.dtypes import BF16_MIN_PARAMS, BLOCK_FORMATS, block_weights_label, dtype_name
 from specdec.runners import lab_kernels as lab_kernel_runner
 from specdec.runners import packed_weights, threads
-from specdec.runners.machine_records import (
-    available_cores,
-    cached_record,
-    records_file,
-    tuning_key,
-    write_record,
-)
+from specdec.runners.machine_records import available_cores, cached_record, records_file, tuning_key, write_record
 
 import torch
 
@@ -359,17 +354,14 @@ def local_config(source: str, trust_remote_code: bool):
 
 
 def cached_for(source: str, device: torch.device, trust_remote_code: bool = False, blocks=()) -> Optional[TunedPath]:
-    """The cached choice for a local model folder on this machine, without measuring (None: none yet); blocks: the
-    GGUF block formats it was measured with (tuned_path's key names them)."""
+    """The cached choice for a local model folder on this machine, without measuring (None: none yet)."""
     config = local_config(source, trust_remote_code)
     return cached_path(path_key(config, device, blocks)) if config is not None else None
 
 
 def path_key(config, device: torch.device, blocks=()) -> dict:
-    """The tuning record's key: the model's shape and this machine (tuning_key), and the GGUF block formats tried."""
-    key = tuning_key(config, device)
-    key.update({"gguf blocks": sorted(blocks)} if blocks else {})
-    return key
+    """The record's key: the model's shape and this machine (tuning_key) and the GGUF block formats tried."""
+    return {**tuning_key(config, device), **({"gguf blocks": sorted(blocks)} if blocks else {})}
 
 
 def tuned_path(source: str, device: torch.device, load_float32: Callable[[], object], *,
