@@ -247,3 +247,31 @@ def test_a_live_run_refuses_servers_on_another_machine(monkeypatch):
 def test_a_bad_concurrency_list_is_one_message(monkeypatch):
     (update,) = _live(Session(vllm=VllmChoice(LEAD, BASE)), monkeypatch, concurrency="1,x")
     assert "--concurrency" in update["error"] or "concurrency" in update["error"]
+
+
+# --- the tour's exercise -------------------------------------------------------------------------------------------
+
+def test_the_tours_load_exercise_opens_the_under_load_tab():
+    from specdec.ui.tabs.tour.callbacks import load_exercise
+    from specdec.ui.tour_state import TourState
+
+    assert load_exercise(Session(), TourState(), "load")["tabs"]["selected"] == "load"
+
+
+def test_the_load_exercises_answer_quotes_the_crossover_of_the_run_the_learner_looked_at():
+    from specdec.ui.exercises import find_exercise
+    from specdec.ui.tabs.tour.callbacks import compose_answer
+    from specdec.ui.tour_state import TourState
+
+    session = Session()
+    show(session, record(), 0, [], None)
+    answer = compose_answer(find_exercise("load"), session, TourState())
+    assert "ngram K=4 stops paying at 8 concurrent requests" in answer and "**Why.**" in answer
+
+
+def test_the_load_exercises_answer_asks_to_open_the_tab_first():
+    from specdec.ui.exercises import find_exercise
+    from specdec.ui.tabs.tour.callbacks import compose_answer
+    from specdec.ui.tour_state import TourState
+
+    assert "Open the Under load tab" in compose_answer(find_exercise("load"), Session(), TourState())
