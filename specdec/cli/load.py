@@ -18,16 +18,14 @@ import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from specdec.cli.generate import read_prompts
 from specdec.cli.shared import UsageError, err
 from specdec.vllm import engine as vllm_engine
-from specdec.vllm.client import VllmError, normalise_url
-from specdec.vllm.load import LoadSettings, load_test, parse_concurrencies
-from specdec.vllm.load_report import fate_sample, report, sample_ids, table_lines
+from specdec.vllm.client import VllmError
+from specdec.vllm.load import LoadSettings, off_this_machine, parse_concurrencies
+from specdec.vllm.load_report import machine_label, measure_reports, table_lines
 
-LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 LIMITS = {"--max-new-tokens": (2, 1024), "--pairs": (1, 50), "--rounds": (1, 20)}
 
 
@@ -63,8 +61,7 @@ def check_args(args) -> LoadSettings:
     if not 0 <= args.hold_s <= 3600:
         raise UsageError(f"--hold-s must be between 0 and 3600, got {args.hold_s:g}")
     for flag, url in (("--vllm-url", args.vllm_url), ("--vllm-baseline-url", args.vllm_baseline_url)):
-        host = urlsplit(normalise_url(url)).hostname
-        if host not in LOOPBACK:
+        if off_this_machine(url):
             raise UsageError(f"{flag} {url} is not on this machine: a load test sends hundreds of requests, so it "
                              f"runs only against 127.0.0.1, localhost or ::1")
     return LoadSettings(parse_concurrencies(args.concurrency), args.max_new_tokens, args.rounds, args.pairs,
@@ -120,12 +117,6 @@ def command_line(args) -> str:
     return shlex.join(words + (["--json"] if args.json else []))
 
 
-def machine_label() -> str:
-    from specdec.runners.machine_records import available_cores, cpu_model
-
-    return f"{cpu_model()}, {available_cores()} cores"
-
-
 def write_out(path, result: dict) -> None:
     if path:
         try:
@@ -145,16 +136,12 @@ def run(args) -> int:
               "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
     err(f"Load test: {lead.info.describe()} against {baseline.info.url}; {len(prompts)} prompts, "
         f"{settings.max_new_tokens} tokens a request, concurrency {', '.join(map(str, settings.concurrencies))}.")
-    levels, samples, reference, started, lock = [], [], [], time.monotonic(), LevelLock(args.lock_file, args.hold_s)
+    started, lock = time.monotonic(), LevelLock(args.lock_file, args.hold_s)
     try:
-        for reference, level in load_test(lead, baseline, ids, settings, lock.level):
-            levels.append(level)
-            texts = {t: lead.client.detokenize(t) for t in sample_ids(level)}  # untimed, after the level
-            samples += fate_sample(level, texts)
+        for level, result in measure_reports(lead, baseline, ids, settings, labels, lock.level):
             est = level.estimate
             err(f"concurrency {level.concurrency}: {est.describe()}; speculative {est.lead_tokens_per_s:.1f} tok/s, "
                 f"baseline {est.follow_tokens_per_s:.1f} tok/s ({time.monotonic() - started:.0f} s)")
-            result = report(lead, baseline, settings, [len(i) for i in ids], levels, reference, samples, labels)
             write_out(args.out, result)  # after every level: a long run interrupted keeps what it measured
     finally:
         lock.release()

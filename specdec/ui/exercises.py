@@ -183,6 +183,26 @@ EXERCISES: tuple[Exercise, ...] = (
                     "instead of 1. A draft that rarely agrees with the target makes decoding slower than the target "
                     "alone, and a large K makes it worse. A draft earns its place by agreeing with the target "
                     "cheaply: same tokenizer, trained on the target's own outputs, a K matched to its α."),
+    Exercise(
+        key="load", title="Where speculation stops paying", prompt=CHAT_PROSE, draft="prompt-lookup", k=4,
+        tab="load", evidence="load", minutes=6,
+        goal="Verifying K + 1 tokens is nearly free for one request but real work for many: as requests share the "
+             "engine, speculation's gain shrinks and can turn into a loss.",
+        predict="From how many concurrent requests on will speculation stop paying?",
+        question="Open the **Under load** tab: a vLLM server with speculation against the same server without, "
+                 "at 1 to 32 requests at once. Before you read the plots, predict: from how many concurrent "
+                 "requests on is the speculative server no faster than the baseline? Then read the speedup plot: "
+                 "where is the measured crossover, and where does the cost model put it on an H100?",
+        explanation="A server runs every request it holds in one forward per step. Alone, a step is bound by "
+                    "reading the weights, so verifying K + 1 tokens costs little more than one token and the "
+                    "accepted drafts are nearly free. With many requests the same weights serve many rows and the "
+                    "step does real work for each: verifying K + 1 rows per request now costs nearly K + 1 times "
+                    "as much, while the baseline's throughput keeps growing with the batch. The speedup tends to "
+                    "(tokens per step) / (1 + drafts per step), below 1 unless nearly every draft is accepted, so "
+                    "past the crossover speculation costs throughput and latency. Where that happens depends on "
+                    "the device's ridge point and overheads: a CPU turns compute-bound at a few rows, a GPU only "
+                    "at far larger batches. Production engines therefore turn speculation down as the batch grows "
+                    "(vLLM's K by batch size, `vllm serve --k-by-batch`)."),
 )
 
 def find_exercise(key: Optional[str]) -> Optional[Exercise]:

@@ -17,6 +17,7 @@ from specdec.ui.tabs.board import layout as board_tab
 from specdec.ui.tabs.cost import layout as cost_tab
 from specdec.ui.tabs.generate import layout as generate_tab
 from specdec.ui.tabs.generate.callbacks import Lab
+from specdec.ui.tabs.load import layout as load_tab
 from specdec.ui.tabs.lossless import layout as lossless_tab
 from specdec.ui.tabs.race import layout as race_tab
 from specdec.ui.tabs.sweep import layout as sweep_tab
@@ -78,6 +79,7 @@ TABS = [
     ("How it works", "theory", theory_tab.build),
     ("What if?", "whatif", whatif_tab.build),
     ("Across requests", "workload", workload_tab.build),
+    ("Under load", "load", load_tab.build),
     (board_callbacks.TAB_LABEL, "board", board_tab.build),
 ]
 
@@ -114,6 +116,7 @@ def build_app(lab: Lab | None = None) -> gr.Blocks:
         whatif_tab.wire(lab, c, session)
         board_tab.wire(lab, c)
         workload_tab.wire(lab, c, session)
+        load_tab.wire(lab, c, session)
         tour.wire_tour(c, session)
         tour.wire_links(c, session, demo.load, [example[0] for example in EXAMPLES])  # links that carry a state
         generate_tab.wire_restore(lab, c, session, demo.load)  # the last run this browser kept

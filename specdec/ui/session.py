@@ -21,6 +21,7 @@ class Session:
     engine_fields: dict = field(default_factory=dict)  # the sidebar's engine fields as last changed (record_field)
     running: bool = False
     sweep_rows: list = field(default_factory=list)
+    load_shown: Any = None  # the load run the Under load tab drew last (the tour's answer quotes its crossover)
     run_id: str = ""  # the timed run in progress, or the last one
     stop_for: Optional[str] = None  # the id of the run a Stop was pressed during
     next_run_id: Optional[str] = None  # the id the browser made for the run about to start (layout.tied_to_run)

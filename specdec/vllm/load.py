@@ -25,15 +25,17 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from urllib.parse import urlsplit
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Callable, ContextManager, Iterator, Optional
 
 from specdec.measure.speedup import Estimate, Policy, Timing, measure
-from specdec.vllm.client import VllmError
+from specdec.vllm.client import VllmError, normalise_url
 from specdec.vllm.engine import Server
 
 ENGINES = ("speculative", "baseline")
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 SETTLE_S = 1.5
 CONCURRENCY_MAX = 256
 
@@ -122,6 +124,12 @@ def parse_concurrencies(text: str) -> tuple[int, ...]:
     if len(set(values)) != len(values):
         raise VllmError(f"--concurrency lists a number twice: {text!r}")
     return tuple(sorted(values))
+
+
+def off_this_machine(url: str) -> bool:
+    """True when `url` is not a loopback address: a load test sends hundreds of requests, so it runs only against
+    servers on this machine."""
+    return urlsplit(normalise_url(url)).hostname not in LOOPBACK
 
 
 def fixed_pairs(pairs: int) -> Policy:

@@ -12,7 +12,7 @@ from typing import Iterable, Optional
 from specdec.engine.events import StepEvent
 from specdec.engine.theory import median
 from specdec.vllm.fates import build_events
-from specdec.vllm.load import ENGINES, Level, LoadSettings
+from specdec.vllm.load import ENGINES, Level, LoadSettings, load_test
 
 FORMAT = 1
 KIND = "specdec-vllm-load"
@@ -141,6 +141,25 @@ def report(lead, baseline, settings: LoadSettings, prompt_tokens: list[int], lev
             "method": METHOD,
             "rows": [engine_row(level, engine, reference) for level in levels for engine in ENGINES],
             "speedups": speedups, "crossover": crossover(speedups), "samples": samples}
+
+
+def machine_label() -> str:
+    """This machine as a load run names it: the CPU model and its cores."""
+    from specdec.runners.machine_records import available_cores, cpu_model
+
+    return f"{cpu_model()}, {available_cores()} cores"
+
+
+def measure_reports(lead, baseline, ids: list[list[int]], settings: LoadSettings, labels: dict, hold=None):
+    """Generator: the whole load test (load.load_test), yielding (the Level just measured, the report so far) after
+    each concurrency; the sampled requests' token texts are asked of the server after the level, untimed. What the
+    CLI and the app's "Under load" tab both run."""
+    levels, samples = [], []
+    for reference, level in load_test(lead, baseline, ids, settings, *([hold] if hold else [])):
+        levels.append(level)
+        texts = {t: lead.client.detokenize(t) for t in sample_ids(level)}
+        samples += fate_sample(level, texts)
+        yield level, report(lead, baseline, settings, [len(i) for i in ids], levels, reference, samples, labels)
 
 
 def method_label(run: dict) -> str:

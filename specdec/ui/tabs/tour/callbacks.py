@@ -23,12 +23,13 @@ from specdec.ui.tour_state import Prediction, TourState, describe_observation, f
 from specdec.ui.url_state import LinkSchema, decode_link
 from specdec.ui.views.handout import write_handout
 from specdec.ui.views.lesson import compare_html, progress_html
+from specdec.ui.views.load import crossover_text
 from specdec.ui.views.sweep import best_summary
 
 import gradio as gr
 
 TAB_LABELS = {"generate": "Generate", "race": "Race", "sweep": "Sweep", "lossless": "Is it exact?",
-              "cost": "Why this speedup?", "theory": "How it works"}  # tab id -> its label in layout.py
+              "cost": "Why this speedup?", "theory": "How it works", "load": "Under load"}  # tab id -> its label in layout.py
 NO_EXERCISE = "*Press **Next** to start, or pick an exercise: its button loads the settings and asks the question.*"
 LAST_STEP = "*That was the last exercise. The handout (button above) has every question, for the class's notes.*"
 
@@ -90,7 +91,14 @@ def record_check(tour: TourState, result) -> dict:
     return {"tour_state": tour, "tour_store": to_store(tour)}
 
 
-EVIDENCE = {"run": run_evidence, "sweep": sweep_evidence, "lossless": lossless_evidence}
+def load_evidence(exercise: Exercise, session: Session, tour: TourState) -> str:
+    run = session.load_shown
+    if run is None:
+        return "**No load measurement seen yet.** Open the Under load tab, read its plots, then reveal again."
+    return f"**The measurement you read** ({run.get('machine', 'its machine')}): {crossover_text(run)}"
+
+
+EVIDENCE = {"run": run_evidence, "sweep": sweep_evidence, "lossless": lossless_evidence, "load": load_evidence}
 
 
 def compose_answer(exercise: Exercise, session: Session, tour: TourState) -> str:
@@ -114,6 +122,8 @@ def measured_text(exercise: Exercise, session: Session, tour: TourState) -> str:
     if exercise.evidence == "sweep":
         best = next((r for r in session.sweep_rows if r.best_measured), None)
         return f"best measured K = **{best.k}** in your last sweep" if best else "Nothing yet: press **Run sweep**."
+    if exercise.evidence == "load":
+        return crossover_text(session.load_shown) if session.load_shown else "Nothing yet: open **Under load**."
     if tour.checks:
         return "; ".join(f"{verifier}: {text}" for verifier, text in tour.checks.items())
     return "Nothing yet: press **Check** (Is it exact? tab)."
@@ -125,7 +135,8 @@ def handout_work(session: Session, tour: TourState) -> dict:
     for exercise in EXERCISES:
         prediction = tour.predictions.get(exercise.key)
         done = exercise.key in tour.observations if exercise.evidence == "run" else \
-            bool(session.sweep_rows) if exercise.evidence == "sweep" else bool(tour.checks)
+            bool(session.sweep_rows) if exercise.evidence == "sweep" else \
+            session.load_shown is not None if exercise.evidence == "load" else bool(tour.checks)
         work[exercise.key] = (prediction.text if prediction else "",
                               measured_text(exercise, session, tour) if done else "")
     return work

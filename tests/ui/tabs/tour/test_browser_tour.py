@@ -102,7 +102,7 @@ def test_previous_and_next_walk_the_tour_and_the_progress_and_address_follow(pag
     expect(page.locator("#tour-question")).to_contain_text("Greedy agreement")
     page.locator("#tour-next").click()
     expect(page.locator("#tour-question")).to_contain_text("Sampling at T = 1.2")
-    expect(page.locator("#tour-progress")).to_contain_text("Exercise 2 of 8")
+    expect(page.locator("#tour-progress")).to_contain_text(f"Exercise 2 of {len(EXERCISES)}")
     expect(page.locator("#tour-hot")).to_have_class(re.compile("primary"))
     page.locator("#tour-prev").click()
     expect(page.locator("#tour-question")).to_contain_text("Greedy agreement")
@@ -173,7 +173,7 @@ def test_the_tours_runs_and_predictions_survive_a_reload(page):
     expect(page.locator("#tour-question")).to_contain_text("Greedy agreement")
     expect(page.locator("#tour-compare [data-side=prediction]")).to_contain_text(PREDICTION)
     expect(page.locator("#tour-compare [data-side=measured]")).to_contain_text("acceptance rate")
-    expect(page.locator("#tour-progress")).to_contain_text("2 of 8 answered")
+    expect(page.locator("#tour-progress")).to_contain_text(f"2 of {len(EXERCISES)} answered")
     page.locator("#tour-hot").click()
     expect(page.locator("#tour-compare [data-side=measured]")).to_contain_text("acceptance rate")
 
@@ -216,7 +216,7 @@ def test_copy_link_puts_the_configuration_in_a_link_that_a_fresh_browser_restore
     expect(other.locator("#prompt textarea")).to_have_value(hot.prompt)
     assert number(other, "Temperature (0 = greedy)") == hot.temperature
     expect(other.get_by_label("Draft", exact=True)).to_have_value(hot.draft)
-    expect(other.locator("#tour-progress")).to_contain_text("0 of 8 answered")  # a fresh browser: no records
+    expect(other.locator("#tour-progress")).to_contain_text(f"0 of {len(EXERCISES)} answered")  # a fresh browser: no records
     fresh.close()
 
 
@@ -261,8 +261,8 @@ def test_reset_to_defaults_puts_the_settings_back_and_clears_the_tour(page):
     page.locator("#tour-reset").click()
     expect(page.locator("#tour-question")).to_contain_text("Press Next to start")
     expect(page.locator(K_INPUT)).to_have_value(str(default_draft().k))
-    expect(page.locator("#tour-progress")).to_contain_text("0 of 8 answered")
+    expect(page.locator("#tour-progress")).to_contain_text(f"0 of {len(EXERCISES)} answered")
     expect(page).not_to_have_url(re.compile("exercise="))
     page.goto(page.url.split("?")[0] + "?exercise=greedy")  # the browser's copy is cleared too
     expect(page.locator("#tour-compare [data-side=prediction]")).to_contain_text("not written yet")
-    expect(page.locator("#tour-progress")).to_contain_text("0 of 8 answered")
+    expect(page.locator("#tour-progress")).to_contain_text(f"0 of {len(EXERCISES)} answered")

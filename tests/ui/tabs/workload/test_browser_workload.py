@@ -27,12 +27,13 @@ def app(tmp_path_factory):
         browser.close()
 
 
-def open_tab(browser, url: str, viewport: dict):
-    """A page on the tab; where the tabs do not fit (a phone) it is in the tab row's overflow menu."""
+def open_tab(browser, url: str, viewport: dict, name: str = "Across requests", ready: str = "#workload-btn"):
+    """A page on the tab `name` (ready: an element it shows); where the tabs do not fit (a phone) it is in the tab
+    row's overflow menu."""
     page = browser.new_page(viewport=viewport)
     page.set_default_timeout(120_000)
     page.goto(url)
-    tab, overflow = page.get_by_role("tab", name="Across requests", exact=True), page.locator(".overflow-menu button")
+    tab, overflow = page.get_by_role("tab", name=name, exact=True), page.locator(".overflow-menu button")
     expect(tab.or_(overflow).first).to_be_visible()  # a tab's content is drawn once it is opened
     for _ in range(10):  # Gradio moves tabs into the menu as the page lays out: try whichever is shown now
         try:
@@ -40,11 +41,11 @@ def open_tab(browser, url: str, viewport: dict):
                 tab.click(timeout=3_000)
             else:
                 overflow.first.click(timeout=3_000)
-                page.locator(".overflow-dropdown button", has_text="Across requests").click(timeout=3_000)
+                page.locator(".overflow-dropdown button", has_text=name).click(timeout=3_000)
             break
         except PlaywrightTimeoutError:
             page.keyboard.press("Escape")
-    expect(page.locator("#workload-btn")).to_be_visible()
+    expect(page.locator(ready)).to_be_visible()
     return page
 
 
