@@ -38,11 +38,17 @@ def test_the_shipped_measurement_names_its_machine_commands_date_and_notebook_en
     assert (SHIPPED.parent.parent.parent / shipped["notebook"]).is_file()
 
 
-def test_every_shipped_run_carries_its_own_labels_and_the_table_for_concurrency_1_to_32(shipped):
+def test_every_shipped_run_carries_its_labels_and_a_gapless_table_from_one_request_and_one_reaches_32(shipped):
+    """A run may stop early (the shipped EAGLE-3 run ends at 16: docs/notebook/2026-12-07-vllm-under-load.md), never
+    skip a level; the tab draws each run over the levels it has."""
+    ladder, reached = [1, 2, 4, 8, 16, 32], []
     for run in shipped["runs"]:
         assert run["machine"] == shipped["machine"] and run["command"] in shipped["commands"]
-        assert sorted({r["concurrency"] for r in run["rows"]}) == [1, 2, 4, 8, 16, 32]
+        levels = sorted({r["concurrency"] for r in run["rows"]})
+        assert levels == ladder[:len(levels)] and len(levels) >= 5
         assert all(s["repeats"] >= 6 and s["low"] is not None for s in run["speedups"])
+        reached.append(levels[-1])
+    assert 32 in reached
 
 
 def test_the_shipped_measurement_has_at_least_two_methods(shipped):
