@@ -31,8 +31,8 @@ def test_the_memory_card_names_the_targets_weights(monkeypatch):
 
 
 def test_the_memory_figure_counts_the_weights_under_their_name():
-    assert plots.memory_figure(Q4).data[0].x[0] == "target weights (Q4_1 as published)"
-    assert plots.memory_figure(ui_fakes.MEMORY).data[0].x[0] == "target weights"  # a run that did not say
+    assert plots.memory_figure(Q4).data[0].y[0] == "target weights (Q4_1 as published)"  # horizontal bars: names on y
+    assert plots.memory_figure(ui_fakes.MEMORY).data[0].y[0] == "target weights"  # a run that did not say
 
 
 def test_the_reports_settings_name_the_weights_and_what_they_hold(monkeypatch):
