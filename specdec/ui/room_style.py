@@ -23,7 +23,7 @@ ROOM_CSS = """
 #clean-box { gap: 2px; }
 #cleanup-note:not(:has(p)) { display: none; }
 #tabs [role=tablist] { flex-wrap: wrap; row-gap: 0; }
-#tabs [role=tab] { padding: 6px 8px; font-size: 14.5px; }
+#tabs [role=tab] { padding: 6px 6px; font-size: 13.5px; }
 #live .tok-legend small { display: none; }
 #live .tok-legend { margin: 0 0 4px; }
 #report-file:has(.empty) { display: none; }
