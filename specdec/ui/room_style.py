@@ -52,7 +52,7 @@ body.projector .js-plotly-plot .modebar-container { display: none !important; }
   #compact-controls > .form > * { min-width: 0 !important; }
   #draft-compact { grid-column: 1 / 3; }
   #all-settings { flex: 0 0 84px; min-width: 84px !important; align-self: stretch; }
-  #tabs [role=tab] { padding: 4px 8px; font-size: 14px; }
+  #tabs [role=tab] { padding: 4px 6px; font-size: 13.5px; }
   .js-plotly-plot .modebar-container { display: none !important; }
 }
 """
