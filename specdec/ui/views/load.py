@@ -78,7 +78,7 @@ def throughput_figure(run: dict) -> go.Figure:
 def latency_figure(run: dict) -> go.Figure:
     """Time per output token of one request (median, bar up to the 95th percentile) against concurrency."""
     fig = _engine_traces(go.Figure(), run, "tpot_ms_p50", upper="tpot_ms_p95")
-    return style_figure(fig, "Per-request latency: time per output token (p50, bar to p95)", "concurrent requests",
+    return style_figure(fig, "Time per output token (p50, bar to p95)", "concurrent requests",
                         "ms per output token")
 
 
