@@ -114,7 +114,10 @@ def build_sidebar(c: dict) -> None:
 # (style.py: #compact-controls), where the sidebar starts closed; "All settings" opens it.
 K_LIMITS, TEMPERATURE_LIMITS = (1, 16), (0, 2)
 MIRROR_JS = "(value) => value"
+# the sidebar's own value echoed back (it sets the row) is left alone: a K typed in the sidebar outside its range
+# reaches the server's check (guard.py: one plain note) and the slider's own clamp, not a silent clamp here
 CLAMP_JS = """(value, current) => {{ const v = parseFloat(value);
+  if (v === parseFloat(current)) return [current, value];
   if (!Number.isFinite(v)) return [current, current];
   const clamped = Math.min({high}, Math.max({low}, {round}));
   return [clamped, clamped]; }}"""

@@ -31,7 +31,7 @@ SHOW_RESTORED_JS = "() => { if (document.querySelector('#gen-status [data-restor
                    "document.body.classList.add('has-run'); }"
 # One width per column (tables.STEP_COLUMNS), each holding its header on one line at 12px (style.py) and the
 # token columns ("final", "final kind") a whole token: the table scrolls sideways before a token breaks mid-word.
-STEP_WIDTHS = ["52px", "40px", "220px", "80px", "110px", "100px", "200px", "76px", "80px", "76px", "90px", "80px"]
+STEP_WIDTHS = ["52px", "40px", "220px", "80px", "110px", "100px", "200px", "76px", "88px", "76px", "90px", "80px"]
 
 
 def build(c: dict) -> None:
