@@ -71,7 +71,7 @@ def _engine_traces(fig: go.Figure, run: dict, field: str, upper: Optional[str] =
 def throughput_figure(run: dict) -> go.Figure:
     """Output tokens/s of all requests together against concurrency, each engine."""
     fig = _engine_traces(go.Figure(), run, "output_tokens_per_s")
-    return style_figure(fig, f"Throughput: {method_label(run)} against the baseline", "concurrent requests",
+    return style_figure(fig, f"Throughput, {method_label(run)}", "concurrent requests",  # short: a phone's width
                         "output tokens/s (all requests)")
 
 

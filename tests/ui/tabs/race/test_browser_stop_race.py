@@ -1,6 +1,8 @@
 """Stop is tied to its run, in a real browser (Debian's chromium, headless) on the bundled lab pair: a Stop
 clicked just before Run whose request reaches the server only after the new run started leaves that run
-alone (the race found while writing the browser tests), and a Stop during a run still stops it."""
+alone (the race found while writing the browser tests). A Stop during a run stopping it is tests/ui/test_browser.py's
+test_stop_ends_a_long_run_and_keeps_its_tokens (on a model slow enough that the click lands mid-run: on a 2-core
+Zen 1 under the suite's load a click here waited for the streaming page until this short lab-pair run had ended)."""
 import httpx
 from playwright.sync_api import expect
 
@@ -43,12 +45,3 @@ def test_stop_then_run_at_once_lets_the_new_run_complete(tmp_path_factory):
         expect(status).to_contain_text("Done.")
         expect(status).not_to_contain_text("Stopped")
 
-        page.unroute("**/queue/join*")
-        set_number(page, "Max new tokens", 512)
-        run_index = endpoint(page.url, "generate")
-        with page.expect_request(lambda request: is_event(request, run_index)):
-            page.locator("#run-btn").click()  # the run is sent (its id made in the page) …
-        # … and a Stop during it still stops it: clicked at once, as the page redraws for every streamed step
-        # and, on a slow 2-core CPU, a click that waits for the tokens can land after this short run's end
-        page.locator("#stop-btn").click(force=True)
-        expect(status).to_contain_text("Stopped")
