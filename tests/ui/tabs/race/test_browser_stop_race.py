@@ -11,21 +11,20 @@ from tests.ui.test_browser import LAB_PAIR, browser_page, choose_example, set_nu
 expect.set_options(timeout=180_000)  # runs share 2 CPU cores with whatever else is running
 
 
-def endpoint(url: str, api_name: str = "stop") -> int:
-    """The event index (fn_index in the queue requests) of the Generate tab's Stop, or of another api_name."""
+def stop_endpoint(url: str) -> int:
+    """The Generate tab Stop's event index (fn_index in the queue requests)."""
     return next(d["id"] for d in httpx.get(f"{url}config", timeout=30).json()["dependencies"]
-                if d.get("api_name") == api_name)
+                if d.get("api_name") == "stop")
 
 
-def is_event(request, index: int) -> bool:
-    """True for a queue request of the event `index` (the Stop's, or another's)."""
+def is_stop(request, index: int) -> bool:
     return "queue/join" in request.url and (request.post_data_json or {}).get("fn_index") == index
 
 
 def test_stop_then_run_at_once_lets_the_new_run_complete(tmp_path_factory):
     with browser_page(tmp_path_factory, "--no-preload") as page:
-        index, held = endpoint(page.url), []
-        page.route("**/queue/join*", lambda route: held.append(route) if is_event(route.request, index)
+        index, held = stop_endpoint(page.url), []
+        page.route("**/queue/join*", lambda route: held.append(route) if is_stop(route.request, index)
                    else route.continue_())  # Stop requests wait until the test lets them through
         choose_example(page, "code · fibonacci · greedy")
         use_models(page, *LAB_PAIR)
@@ -38,7 +37,7 @@ def test_stop_then_run_at_once_lets_the_new_run_complete(tmp_path_factory):
         page.locator("#run-btn").click()  # … and Run right after it
         expect(status).to_contain_text("Measuring the speedup")  # the new run is under way on the server
         assert len(held) == 1
-        with page.expect_response(lambda response: is_event(response.request, index)):
+        with page.expect_response(lambda response: is_stop(response.request, index)):
             held.pop().continue_()  # the Stop reaches the server only now
         page.wait_for_timeout(500)
         expect(status).to_contain_text("Measuring the speedup", timeout=1_000)  # it landed while the run went on
