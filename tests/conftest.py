@@ -18,14 +18,14 @@ if "SPECDEC_RECORDS" not in os.environ:
 
 
 # The two tiers (README, "Set up"): `python -m pytest -m "not slow"` is the everyday loop; .ci/run runs all.
-# Slow: whole modules that start the app server, a browser or fresh Python processes, or train, and the long
-# sampling tests by name
-# (every parametrisation). The fast tier keeps greedy identity on every path (test_engine_greedy_identity,
-# test_zoo_heads' greedy tests, test_zoo_shipped) and chi-square tests on small models (test_distribution_paths'
-# per-token laws, test_engine_distribution's broken-verifier check, test_warpers, test_eos, test_lossless,
-# test_verifier, test_mutations).
+# Slow: whole modules that start the app server, a browser or fresh Python processes, or train, or plant bugs in the
+# engine (test_mutations: does each planted bug fail two correctness tests?); the long sampling tests by name (every
+# parametrisation); the other cases of each sampling law the fast tier runs once (FAST_CASES); and single tests that
+# start a fresh Python (SLOW_SINGLE_TESTS). The fast tier keeps greedy identity on every path
+# (test_engine_greedy_identity, test_drafters, test_zoo_heads' greedy tests, test_zoo_shipped, test_block_target's
+# kept case) and each chi-square law on one case (FAST_CASES) beside test_verifier's laws of one verification.
 SLOW_MODULES = re.compile(r"test_browser\w*|test_\w+_api|test_training_pipeline|test_vllm_server|test_process_setup|"
-                          r"test_llamacpp_server|"
+                          r"test_llamacpp_server|test_mutations|"
                           r"test_vllm_bad_input")  # the last two start a fresh Python (and torch) per test
 SLOW_TESTS = {
     "test_head_drafter_samples_follow_the_target_distribution",       # three trained heads, 100-200 s each
@@ -40,7 +40,63 @@ SLOW_TESTS = {
     "test_speculative_samples_follow_the_target_distribution",
     "test_whole_output_of_a_short_run_follows_the_target_law",
     "test_load_model_refuses_a_model_over_the_configured_budget_before_loading",
+    # the power of the same tests against a broken verifier (the fast tier keeps test_lossless's kept case)
+    "test_always_accepting_verifier_fails_the_same_test",             # 20,000 runs, ~20 s
+    "test_the_same_switching_run_with_an_always_accepting_verifier_fails",
+    "test_draft_distribution_differs_from_target",
+    # two paths' own laws, 10-20 s a case: in the fast tier, test_verifier's bonus rows and EOS by every path
+    "test_bonus_after_one_accepted_draft_follows_the_target_law",
+    "test_sampled_outputs_that_stop_at_eos_follow_the_target_law",
 }
+# Each sampling law's one case in the fast tier (its parametrisation id); its other cases are slow.
+FAST_CASES = {
+    "test_every_token_of_a_long_run_follows_the_target_law": "draft model-temperature 0.7, top-k 3",
+    "test_long_runs_produce_accepted_corrected_and_bonus_tokens": "draft model-temperature 0.7, top-k 3",
+    "test_short_runs_produce_accepted_corrected_and_bonus_tokens": "draft model-K=2",
+    "test_every_token_of_a_sampled_target_only_run_follows_the_warped_law": "temperature 0.7, top-k 3",
+    "test_every_token_follows_the_target_law_while_speculation_switches_off_and_on": "temperature 1.0",
+    "test_sampled_eos_comes_by_every_path": "prompt lookup",
+    "test_the_real_verifier_passes": "draft model-2",
+    "test_the_target_alone_passes_the_same_test": "prompt lookup",
+    "test_every_broken_verifier_fails": "prompt lookup-always accept the draft",
+    "test_one_uniform_for_all_positions_is_invisible_on_the_first_token": "prompt lookup",
+    # greedy on the GGUF's blocks: one trained head here, every zoo drafter in the slow tier
+    "test_every_zoo_drafter_on_the_published_q4_1_file_emits_its_greedy_tokens": "smollm2-135m-eagle3",
+}
+SLOW_SINGLE_TESTS = {  # a test's name (every case) or one case's ("name[id]")
+    "test_module_entry_point_reports_errors_without_traceback",       # `python -m specdec` in a fresh Python
+    "test_invalid_utf8_bytes_on_a_real_command_line_get_one_line",    # the same
+    "test_the_cpu_peak_is_the_rss_high_water_mark_over_the_start_reset_for_each_run",  # a probe process of its own
+    "test_the_real_package_gives_a_pinned_greedy_chat_answer_in_float32",  # transformers' generate on SmolLM2
+    # the app's 60-node tree: the tree path's greedy identity stays in the fast tier with the smaller trees
+    "test_shipped_drafter_greedy_output_is_the_target_alone[smollm2-135m-eagle-tree-60]",
+}
+
+
+def case_id(item) -> str | None:
+    """The parametrisation id of a test item ("draft model-K=2"), None for a test without parameters."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.id if callspec is not None else None
+
+
+COLLECTED_CASES: dict[str, set] = {}  # test name -> the parametrisation ids collected (tests/test_test_tiers.py)
+
+
+def is_slow(item) -> bool:
+    name = item.originalname
+    kept_case = FAST_CASES.get(name)
+    return bool(SLOW_MODULES.fullmatch(item.path.stem) or name in SLOW_TESTS
+                or name in SLOW_SINGLE_TESTS or item.name in SLOW_SINGLE_TESTS
+                or (kept_case is not None and case_id(item) != kept_case))
+
+
+@pytest.fixture(scope="session")
+def avx2_kernels(tmp_path_factory):
+    """The lab kernels' AVX2 code path (8-float vectors), built once per test process on any x86-64 CPU that has it:
+    the AVX-512 path and the AVX2 path are both tested wherever the tests run."""
+    from specdec.runners import native_kernels
+
+    return native_kernels.build_and_load(tmp_path_factory.mktemp("avx2") / "kernels.so", native_kernels.AVX2)
 
 
 # Parallel runs (pytest.ini: `-n auto --dist loadgroup`, pytest-xdist). Almost every test drives one thread
@@ -61,6 +117,8 @@ def pytest_xdist_auto_num_workers(config):
 # sampling tests and the modules that start an app, a browser or a process lead; the many short tests fill both
 # workers at the end. The order inside a module is kept.
 LEADING_MODULES = {"test_vllm_server"}
+# modules that share one worker, where each would otherwise make the same costly thing again
+SHARED_GROUPS = {stem: "zoo prompts" for stem in ("test_zoo_prompts", "test_zoo_asked", "test_zoo_topics")}  # corpus
 LONG_FAST_MODULES = {"test_distribution_paths", "test_zoo_shipped"}  # the longest modules of the fast tier
 
 
@@ -77,9 +135,10 @@ def run_order(item) -> int:
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        COLLECTED_CASES.setdefault(item.originalname, set()).add(case_id(item))
         long_sampling = item.originalname in SLOW_TESTS
-        if SLOW_MODULES.fullmatch(item.path.stem) or long_sampling:
+        if is_slow(item):
             item.add_marker(pytest.mark.slow)
         if not long_sampling:
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+            item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(item.path.stem, item.path.stem)))
     items.sort(key=run_order)  # stable

@@ -82,17 +82,12 @@ def within_a_thousandth(features: torch.Tensor, expected: torch.Tensor) -> bool:
     return (features - expected).abs().max() <= 1e-3 * expected.abs().max()
 
 
-@pytest.fixture(scope="module")
-def avx2_build(tmp_path_factory):
-    return native_kernels.build_and_load(tmp_path_factory.mktemp("avx2") / "kernels.so", native_kernels.AVX2)
-
-
 @pytest.mark.parametrize("build", ["native", "avx2"])
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_the_lab_cache_computes_the_torch_caches_features_of_its_int8_rows(layout, build, avx2_build, monkeypatch):
+def test_the_lab_cache_computes_the_torch_caches_features_of_its_int8_rows(layout, build, avx2_kernels, monkeypatch):
     # features of ~10: sums in another order, and each input row rounded to int16 steps (1/16,383 of its largest)
     if build == "avx2":  # the AVX2 build's int8 products (vpmaddwd) beside the machine's own (VNNI where it has it)
-        monkeypatch.setitem(native_kernels._STATE, "library", avx2_build)
+        monkeypatch.setitem(native_kernels._STATE, "library", avx2_kernels)
     head = kernel_head_drafter(kernel_target(), layout).head
     width = head.config.hidden_size * (2 if layout == "concat" else 1)
     lab = LabLayerCache(head.layers, head.config, 32, lambda rows: 2)

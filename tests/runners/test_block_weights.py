@@ -16,12 +16,6 @@ pytestmark = pytest.mark.skipif(not native_kernels.available(), reason=native_ke
 FORMATS = ("Q4_1", "Q8_0")
 
 
-@pytest.fixture(scope="module")
-def avx2_build(tmp_path_factory):
-    """The kernels built for AVX2 (the block products are AVX2 instructions on every build)."""
-    return native_kernels.build_and_load(tmp_path_factory.mktemp("avx2") / "kernels.so", native_kernels.AVX2)
-
-
 def product(library, x: torch.Tensor, matrix, threads: int) -> torch.Tensor:
     x = x.contiguous()
     out = torch.empty(x.shape[0], matrix.rows)
@@ -56,8 +50,8 @@ def test_a_product_is_the_blocks_times_the_int8_rounded_rows(fmt, rows):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("build", ["native", "avx2"])
-def test_each_row_is_the_same_bits_whatever_rows_share_the_call_and_the_threads(fmt, build, avx2_build):
-    library = native_kernels.library() if build == "native" else avx2_build
+def test_each_row_is_the_same_bits_whatever_rows_share_the_call_and_the_threads(fmt, build, avx2_kernels):
+    library = native_kernels.library() if build == "native" else avx2_kernels
     matrix = block_weights.tile(random_blocks(128, 192, fmt, seed=3), fmt)
     x = torch.randn(13, 192, generator=torch.Generator().manual_seed(3)) * 3
     alone = torch.cat([product(library, x[i:i + 1], matrix, 1) for i in range(13)])
@@ -67,10 +61,10 @@ def test_each_row_is_the_same_bits_whatever_rows_share_the_call_and_the_threads(
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_the_avx2_build_gives_the_machines_builds_bits(fmt, avx2_build):
+def test_the_avx2_kernels_gives_the_machines_builds_bits(fmt, avx2_kernels):
     matrix = block_weights.tile(random_blocks(64, 128, fmt, seed=4), fmt)
     x = torch.randn(5, 128, generator=torch.Generator().manual_seed(4))
-    assert torch.equal(product(avx2_build, x, matrix, 2), product(native_kernels.library(), x, matrix, 2))
+    assert torch.equal(product(avx2_kernels, x, matrix, 2), product(native_kernels.library(), x, matrix, 2))
 
 
 def test_a_stack_a_gated_pair_and_their_views_keep_each_matrixs_rows():

@@ -14,10 +14,8 @@ pytestmark = pytest.mark.skipif(not native_kernels.available(), reason=native_ke
 
 
 @pytest.fixture(scope="module", params=["native", "avx2"])
-def library(request, tmp_path_factory):
-    if request.param == "native":
-        return native_kernels.library()
-    return native_kernels.build_and_load(tmp_path_factory.mktemp("avx2") / "kernels.so", native_kernels.AVX2)
+def library(request):
+    return native_kernels.library() if request.param == "native" else request.getfixturevalue("avx2_kernels")
 
 
 def int8_product(library, x: torch.Tensor, rows: native_kernels.Int8Rows, threads: int = 2) -> torch.Tensor:

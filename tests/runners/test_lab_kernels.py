@@ -90,24 +90,18 @@ def test_a_rows_product_does_not_depend_on_the_rows_beside_it(rows):
     assert torch.equal(together, alone)
 
 
-@pytest.fixture(scope="module")
-def avx2_build(tmp_path_factory):
-    """The kernels' AVX2 code path (8-float vectors, one row at a time), built for this machine too."""
-    return native_kernels.build_and_load(tmp_path_factory.mktemp("avx2") / "kernels.so", native_kernels.AVX2)
-
-
 @pytest.mark.parametrize("rows", ROW_COUNTS)
-def test_the_avx2_build_computes_the_same_products_row_exact(avx2_build, rows):
-    assert avx2_build.sd_lanes() == 8
+def test_the_avx2_kernels_computes_the_same_products_row_exact(avx2_kernels, rows):
+    assert avx2_kernels.sd_lanes() == 8
     weight, bias, x = weight_of(192, 96), torch.randn(192), torch.randn(rows, 96)
-    products = linear_through_kernels(x, weight, bias, library=avx2_build)
+    products = linear_through_kernels(x, weight, bias, library=avx2_kernels)
     torch.testing.assert_close(products, F.linear(x, weight, bias), rtol=1e-5, atol=1e-5)
-    alone = torch.cat([linear_through_kernels(x[i:i + 1].contiguous(), weight, bias, library=avx2_build)
+    alone = torch.cat([linear_through_kernels(x[i:i + 1].contiguous(), weight, bias, library=avx2_kernels)
                        for i in range(rows)])
     assert torch.equal(products, alone)
 
 
-def test_attention_equals_torchs_on_both_builds(avx2_build):
+def test_attention_equals_torchs_on_both_builds(avx2_kernels):
     heads, kv_heads, head_dim, start, rows, length = 4, 2, 16, 6, 3, 12
     q = torch.randn(rows, heads * head_dim)
     keys, values = torch.randn(kv_heads, length, head_dim), torch.randn(kv_heads, length, head_dim)
@@ -116,19 +110,19 @@ def test_attention_equals_torchs_on_both_builds(avx2_build):
                                               keys[None, :, :start + rows], values[None, :, :start + rows],
                                               attn_mask=mask, scale=0.25, enable_gqa=True)
     expected = expected.transpose(1, 2).reshape(rows, heads * head_dim)
-    for library in (native_kernels.library(), avx2_build):
+    for library in (native_kernels.library(), avx2_kernels):
         out = torch.empty(rows, heads * head_dim)
         assert library.sd_attention(q.data_ptr(), rows, heads, kv_heads, head_dim, keys.data_ptr(), values.data_ptr(),
                                     length, start, None, 0.25, out.data_ptr()) == 0
         torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
 
 
-def test_the_kernels_exp_is_within_two_units_in_the_last_place_on_both_builds(avx2_build):
+def test_the_kernels_exp_is_within_two_units_in_the_last_place_on_both_builds(avx2_kernels):
     # softmax's exponents (<= 0) and SiLU's e^-g, down to where float32's exp leaves the normal numbers
     x = torch.cat([torch.linspace(-87.0, 88.0, 400_001), torch.randn(20_000) * 8])
     exact = torch.exp(x.double())
     unit = torch.from_numpy(np.spacing(exact.float().abs().numpy())).double()  # float32's spacing at e^x
-    for library in (native_kernels.library(), avx2_build):
+    for library in (native_kernels.library(), avx2_kernels):
         out = torch.empty_like(x)
         library.sd_exp(x.data_ptr(), x.numel(), out.data_ptr())
         assert ((out.double() - exact).abs() / unit).max().item() <= 2
@@ -198,10 +192,10 @@ def test_long_forwards_make_no_second_copy_of_the_weights(monkeypatch):
 
 
 @pytest.fixture(params=["native", "avx2"])
-def build(request, avx2_build, monkeypatch):
+def build(request, avx2_kernels, monkeypatch):
     """Runners made in a test with this fixture run on the machine's own build or on the AVX2 one."""
     if request.param == "avx2":
-        monkeypatch.setitem(native_kernels._STATE, "library", avx2_build)
+        monkeypatch.setitem(native_kernels._STATE, "library", avx2_kernels)
     return request.param
 
 

@@ -13,15 +13,14 @@ from training.zoo.prompts import (
     HELDOUT_CHAT_TOPICS,
     MORE_CHAT_TEMPLATES,
     build_prompts,
+    default_corpus,
     heldout_prompts,
 )
 
 
 @pytest.fixture(scope="module")
 def corpus():
-    from training.lab_family.corpus import build_corpus
-
-    return build_corpus()
+    return default_corpus()
 
 
 class CharTokenizer:

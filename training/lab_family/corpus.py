@@ -7,6 +7,7 @@ machine or Python hash seeds.
 from __future__ import annotations
 
 import ast
+import collections
 import sysconfig
 import zlib
 from dataclasses import dataclass, field
@@ -73,8 +74,21 @@ def extract_docstrings(source: str) -> list[str]:
     except (SyntaxError, ValueError):
         return []
     kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-    docs = (ast.get_docstring(node, clean=True) for node in ast.walk(tree) if isinstance(node, kinds))
+    docs = (ast.get_docstring(node, clean=True) for node in walk_statements(tree) if isinstance(node, kinds))
     return [d.strip() for d in docs if d and len(d) >= MIN_DOCSTRING_CHARS]
+
+
+STATEMENT_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def walk_statements(tree: ast.AST):
+    """ast.walk's nodes (breadth first, in the same order) that are statements or hold statements: a definition
+    never sits inside an expression, so the expressions, most of a tree, need not be visited."""
+    todo = collections.deque([tree])
+    while todo:
+        node = todo.popleft()
+        todo.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, STATEMENT_HOLDERS))
+        yield node
 
 
 def read_topic_documents(max_topics: int | None = None) -> list[tuple[str, str]]:

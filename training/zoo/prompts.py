@@ -7,6 +7,7 @@ by list, passages by the corpus's CRC split (training.lab_family.corpus.is_held_
 """
 from __future__ import annotations
 
+import functools
 import random
 import re
 
@@ -174,6 +175,15 @@ def _passages(docs: list[str], max_chars: int) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
+def default_corpus():
+    """The whole standard library's corpus (training.lab_family.corpus), read once per process: parsing every
+    module takes seconds, and build_prompts only reads it."""
+    from training.lab_family.corpus import build_corpus
+
+    return build_corpus()
+
+
 def build_prompts(split: str = "train", n: int = 2400, seed: int = 0, corpus=None,
                   mix: str = "default", chat_topics: list[str] | None = None) -> list[tuple[str, str]]:
     """``n`` (kind, instruction) pairs. Mix "default": about half chat, a quarter code, a quarter rewriting.
@@ -184,10 +194,8 @@ def build_prompts(split: str = "train", n: int = 2400, seed: int = 0, corpus=Non
     if chat_topics is not None and split != "train":
         raise ValueError("chat_topics replace the training topics: the held-out split keeps its own")
     cycle, chat_slots = PROMPT_MIXES[mix]
-    from training.lab_family.corpus import build_corpus
-
     rng = random.Random(f"zoo-prompts-{split}-{seed}")
-    corpus = corpus or build_corpus()
+    corpus = corpus or default_corpus()
     held = split != "train"
     topics = _split(HELDOUT_CHAT_TOPICS if held else CHAT_TOPICS) if chat_topics is None else list(chat_topics)
     tasks = _split(HELDOUT_CODE_TASKS if held else CODE_TASKS)

@@ -8,11 +8,16 @@ from specdec.models.memory import format_bytes
 from specdec.ui.views.fates import FATE_COLORS, FATES, ROLE_COLORS
 
 import plotly.graph_objects as go
+import plotly.io as pio
 from plotly.subplots import make_subplots
 
 COLORS = {**FATE_COLORS, **ROLE_COLORS}  # a fate's colour, or a role's (a decoder, a distribution, the theory)
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]  # one per series
 TITLE_PX, SUBTITLE_PX = 14, 12
+# The plots' one background, as plotly's default: a new figure takes its default template without validating it, where
+# update_layout(template=...) validates the whole template again for every figure (~20 ms, most of a finished run's
+# figures' time on these CPUs).
+pio.templates.default = "plotly_white"
 
 
 def style_figure(fig: go.Figure, title: str, x: str, y: str, height: int = 300, subtitle: str = "") -> go.Figure:
@@ -20,7 +25,7 @@ def style_figure(fig: go.Figure, title: str, x: str, y: str, height: int = 300, 
     head = dict(text=title, font=dict(size=TITLE_PX))
     if subtitle:
         head["subtitle"] = dict(text=subtitle, font=dict(size=SUBTITLE_PX))
-    fig.update_layout(title=head, height=height, template="plotly_white",
+    fig.update_layout(title=head, height=height,
                       margin=dict(l=50, r=15, t=62 if subtitle else 45, b=45), legend=dict(orientation="h", y=-0.25),
                       xaxis_title=x, yaxis_title=y)
     return fig
@@ -132,27 +137,35 @@ def _held_parts(memory) -> list[tuple[str, int, str]]:
     return parts
 
 
+# Two plots one above the other (what plotly's make_subplots(rows=2, row_heights=[0.72, 0.28], vertical_spacing=0.2)
+# lays out), written out: the memory figure is made for every finished run, and make_subplots alone takes ~20 ms.
+MEMORY_AXES = {"xaxis": dict(anchor="y", domain=[0.0, 1.0]), "yaxis": dict(anchor="x", domain=[0.424, 1.0]),
+               "xaxis2": dict(anchor="y2", domain=[0.0, 1.0]), "yaxis2": dict(anchor="x2", domain=[0.0, 0.224])}
+
+
 def memory_figure(memory) -> go.Figure:
     """Above, what the run holds (target weights and KV cache, the drafter's weights and KV cache, the measured
     peaks; log scale, as process RSS dwarfs the rest); below, the extra memory of speculation stacked from its parts
     (MemoryReport's terms). Bars lie horizontal, their names one line each on the left: no width makes them collide."""
-    fig = make_subplots(rows=2, cols=1, row_heights=[0.72, 0.28], vertical_spacing=0.2)
+    axes = {name: dict(axis) for name, axis in MEMORY_AXES.items()}
+    bars = []
     if memory is not None:
         parts = _held_parts(memory)
-        fig.add_bar(y=[n for n, _, _ in parts], x=[_mib(v) for _, v, _ in parts], orientation="h", showlegend=False,
-                    name="held", text=[format_bytes(v) for _, v, _ in parts], textposition="outside",
-                    cliponaxis=False, marker_color=[MEMORY_COLORS[c] for _, _, c in parts], row=1, col=1)
-        fig.update_yaxes(autorange="reversed", automargin=True, row=1, col=1)
-        fig.update_xaxes(type="log", dtick=1, title_text="MiB (log)", row=1, col=1)  # a tick per power of ten
+        bars.append(go.Bar(y=[n for n, _, _ in parts], x=[_mib(v) for _, v, _ in parts], orientation="h",
+                           showlegend=False, name="held", text=[format_bytes(v) for _, v, _ in parts],
+                           textposition="outside", cliponaxis=False,
+                           marker_color=[MEMORY_COLORS[c] for _, _, c in parts], xaxis="x", yaxis="y"))
+        axes["yaxis"].update(autorange="reversed", automargin=True)
+        axes["xaxis"].update(type="log", dtick=1, title_text="MiB (log)")  # a tick per power of ten
         for name, value, color in (("draft weights", memory.draft_param_bytes, "draft"),
                                    ("draft KV cache", memory.draft_kv_bytes, "draft KV"),
                                    ("verification slots", memory.verify_kv_bytes or 0, "verification slots")):
-            fig.add_bar(y=["extra memory"], x=[_mib(value)], orientation="h", name=f"extra: {name}",
-                        marker_color=MEMORY_COLORS[color],
-                        hovertemplate=f"{name}: {format_bytes(value)}<extra></extra>", row=2, col=1)
-        fig.update_yaxes(automargin=True, row=2, col=1)
-        fig.update_xaxes(title_text="MiB", row=2, col=1)
-        fig.update_layout(barmode="stack")
+            bars.append(go.Bar(y=["extra memory"], x=[_mib(value)], orientation="h", name=f"extra: {name}",
+                               marker_color=MEMORY_COLORS[color],
+                               hovertemplate=f"{name}: {format_bytes(value)}<extra></extra>", xaxis="x2", yaxis="y2"))
+        axes["yaxis2"].update(automargin=True)
+        axes["xaxis2"].update(title_text="MiB")
+    fig = go.Figure(data=bars, layout=dict(axes, barmode="stack") if memory is not None else axes)
     title, subtitle = _memory_title(memory)
     fig = style_figure(fig, title, "", "", height=420, subtitle=subtitle)
     return fig.update_layout(margin=dict(r=60, b=60), legend=dict(y=-0.22))
@@ -167,11 +180,10 @@ def _memory_title(memory) -> tuple[str, str]:
             f"{share}above: what the run holds (log scale)")
 
 
+RUN_PLOTS = ("plot_acceptance", "plot_lengths", "plot_throughput", "plot_memory")  # run_figures' keys
+
+
 def run_figures(events, spec=None, baseline=None, memory=None) -> dict[str, go.Figure]:
-    """The four run plots; spec / baseline are RunResults when known (else the events are used)."""
-    return {
-        "plot_acceptance": acceptance_by_position_figure(events),
-        "plot_lengths": accepted_length_figure(events),
-        "plot_throughput": throughput_figure(spec or events, baseline),
-        "plot_memory": memory_figure(memory),
-    }
+    """The four run plots (RUN_PLOTS); spec / baseline are RunResults when known (else the events are used)."""
+    return dict(zip(RUN_PLOTS, (acceptance_by_position_figure(events), accepted_length_figure(events),
+                                throughput_figure(spec or events, baseline), memory_figure(memory))))

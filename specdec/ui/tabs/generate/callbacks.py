@@ -25,7 +25,7 @@ from specdec.ui.style import CSS
 from specdec.ui.throttle import Throttle
 from specdec.ui.views import inspector
 from specdec.ui.views.cards import alpha_note, auto_card, render_cards, theory_note
-from specdec.ui.views.plots import run_figures, throughput_figure
+from specdec.ui.views.plots import RUN_PLOTS, run_figures, throughput_figure
 from specdec.ui.views.render import render_legend, render_status, render_tokens
 from specdec.ui.views.report import (
     REPORT_CSS,
@@ -64,19 +64,20 @@ class Lab(LabCore):
                 if record.stopped:
                     yield self.finish_view(record, status="Stopped: no speedup is measured for a partial run.")
                     return
-                yield self.finish_view(record, note="measuring…",
-                                       status="Measuring the speedup: timed repeats of both decoders…",
-                                       headline=render_progress("Measuring the speedup: speculative and "
-                                                                "target-only decoding, timed in pairs…"))
+                shown = self.finish_view(record, note="measuring…",
+                                         status="Measuring the speedup: timed repeats of both decoders…",
+                                         headline=render_progress("Measuring the speedup: speculative and "
+                                                                  "target-only decoding, timed in pairs…"))
+                yield shown
                 time.sleep(self.settle_s)  # let the browser draw the plots before the timing starts
-                yield from self.measure_view(session, prep, record)
+                yield from self.measure_view(session, prep, record, figures={k: shown[k] for k in RUN_PLOTS})
             except Exception as exc:  # noqa: BLE001 (every failure becomes a visible message)
                 yield error_update(exc)
 
-    def measure_view(self, session: Session, prep: Prepared, record: RunRecord):
+    def measure_view(self, session: Session, prep: Prepared, record: RunRecord, figures: dict | None = None):
         """Generator: the speedup card tightens after every timed pair; the last update is complete (an
         API client gets only that one), with the throughput plot of the latest timed pair and the exports
-        (with the measurement)."""
+        (with the measurement). figures: the run's plots already drawn from its events, reused."""
         shared = None
         for progress in self.measure_shared(session, prep, record):
             shared, record.estimate = progress.shared, progress.estimate or record.estimate
@@ -92,7 +93,7 @@ class Lab(LabCore):
         notes = " ".join(n for n in (record.shared_note, sharing_note(shared) if shared else "") if n)
         # complete: the API's final value; it names the pair, which the free name fields may have changed
         update = self.finish_view(record, status=f"{final_status(record.estimate)} {record.ran_words()} {notes}".strip(),
-                                  headline=render_verdict(record.estimate))
+                                  headline=render_verdict(record.estimate), figures=figures)
         if record.baseline is not None:
             update["plot_throughput"] = throughput_figure(record.measured, record.baseline)
         yield update
@@ -136,15 +137,17 @@ class Lab(LabCore):
                             theory_note(record.events, record.settings.max_new_tokens), alpha_note(record.events),
                             engine=record.path, auto=auto_card(record.plan, record.events))
 
-    def finish_view(self, record: RunRecord, note: str = "", status: str = "", headline: str = "") -> dict:
+    def finish_view(self, record: RunRecord, note: str = "", status: str = "", headline: str = "",
+                    figures: dict | None = None) -> dict:
         """Everything about a finished (or stopped) run, from its record: tokens, cards, plots, steps table, exports;
-        headline (HTML) follows the status line: the verdict, or the measurement's progress."""
+        headline (HTML) follows the status line: the verdict, or the measurement's progress. figures: the run's
+        plots when this record's were drawn already (run_figures takes ~0.1 s)."""
         if not record.exports:
             record.exports = export_trace(record)
         return {
             "tokens": render_tokens(record.events, record.prompt_text, empty_note="(no tokens)"),
             "cards": self.view_cards(record, note),
-            **run_figures(record.events, record.result, record.baseline, record.result.metrics.memory),
+            **(figures or run_figures(record.events, record.result, record.baseline, record.result.metrics.memory)),
             "steps_table": steps_dataframe(record.events),
             "exports": record.exports,
             "status": render_status(status or "Run finished.") + headline,
