@@ -209,10 +209,12 @@ def point_number(text: str) -> int | None:
 
 def test_a_stopped_sweep_says_how_many_points_it_measured_and_its_status_follows_the_progress_bar(page):
     page.get_by_role("tab", name="Sweep").click()
-    sweep_settings(page, "1-8", "0", 64)
+    # 16 points of 256 tokens: long enough to be seen mid-way however fast the machine draws (a point may pass
+    # between polls; 8 points of 64 tokens ended between two polls once the plots were drawn faster)
+    sweep_settings(page, "1-16", "0", 256)
     page.locator("#sweep-btn").click()
     status, progress = page.locator("#sweep-status"), page.locator("#sweep-speedup .progress-level-inner")
-    expect(status).to_contain_text(re.compile(r"Measuring point [2-6] of 8"))  # a point may pass between polls
+    expect(status).to_contain_text(re.compile(r"Measuring point ([2-9]|1[0-4]) of 16"))
     seen = []
     for _ in range(6):
         seen.append((point_number(status.inner_text()), point_number(" ".join(progress.all_inner_texts()))))
@@ -220,7 +222,7 @@ def test_a_stopped_sweep_says_how_many_points_it_measured_and_its_status_follows
     agreeing = [(s, p) for s, p in seen if s is not None and p is not None]
     assert agreeing and all(abs(s - p) <= 1 for s, p in agreeing), seen
     page.locator("#sweep-stop").click()
-    expect(status).to_contain_text(re.compile(r"Sweep stopped: \d of 8 points measured\."))
+    expect(status).to_contain_text(re.compile(r"Sweep stopped: \d+ of 16 points measured\."))
 
 
 def test_a_race_ends_with_the_measured_verdict_and_a_readable_target_only_lane(page):

@@ -52,3 +52,15 @@ def test_the_acceptance_figure_names_acceptance_rate_and_alpha_with_their_defini
 def test_the_acceptance_title_is_short_with_its_definitions_in_the_subtitle():
     title = plots.acceptance_by_position_figure(mixed_run()).layout.title
     assert title.text == "Acceptance by draft position" and "accepted / drafted" in title.subtitle.text
+
+
+def test_every_run_plot_has_the_plots_one_white_background():
+    figures = plots.run_figures(mixed_run(), memory=MEMORY)
+    assert {name: fig.layout.template.layout.plot_bgcolor for name, fig in figures.items()} == {
+        name: "white" for name in plots.RUN_PLOTS}
+
+
+def test_the_memory_figure_puts_what_is_held_above_and_the_extra_memory_below_it():
+    fig = plots.memory_figure(MEMORY)
+    assert [(t.xaxis, t.yaxis) for t in fig.data] == [("x", "y")] + [("x2", "y2")] * 3
+    assert fig.layout.yaxis2.domain[1] < fig.layout.yaxis.domain[0] and fig.layout.xaxis.type == "log"
