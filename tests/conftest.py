@@ -2,6 +2,7 @@ import atexit
 import os
 import re
 import shutil
+import sys
 import tempfile
 
 import pytest
@@ -9,6 +10,11 @@ import torch
 
 # Tests drive thousands of tiny forwards; one intra-op thread avoids pool hand-offs dominating them.
 torch.set_num_threads(1)
+
+# Bytecode caches for the tests and the package even where the environment asks for none (PYTHONDONTWRITEBYTECODE):
+# without them every process, each test worker included, compiles and rewrites the assertions of ~280 modules again,
+# ~4 s of a worker's start. __pycache__ is git-ignored.
+sys.dont_write_bytecode = False
 
 # What the tests measure (the tuned path, drafters' costs) is measured while other workers share the cores: it is
 # kept in a folder of this process's own, never in the machine's records the app and the CLI read (SPECDEC_RECORDS).
