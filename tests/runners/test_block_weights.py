@@ -61,7 +61,7 @@ def test_each_row_is_the_same_bits_whatever_rows_share_the_call_and_the_threads(
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_the_avx2_kernels_gives_the_machines_builds_bits(fmt, avx2_kernels):
+def test_the_avx2_build_gives_the_machines_builds_bits(fmt, avx2_kernels):
     matrix = block_weights.tile(random_blocks(64, 128, fmt, seed=4), fmt)
     x = torch.randn(5, 128, generator=torch.Generator().manual_seed(4))
     assert torch.equal(product(avx2_kernels, x, matrix, 2), product(native_kernels.library(), x, matrix, 2))

@@ -91,7 +91,7 @@ def test_a_rows_product_does_not_depend_on_the_rows_beside_it(rows):
 
 
 @pytest.mark.parametrize("rows", ROW_COUNTS)
-def test_the_avx2_kernels_computes_the_same_products_row_exact(avx2_kernels, rows):
+def test_the_avx2_build_computes_the_same_products_row_exact(avx2_kernels, rows):
     assert avx2_kernels.sd_lanes() == 8
     weight, bias, x = weight_of(192, 96), torch.randn(192), torch.randn(rows, 96)
     products = linear_through_kernels(x, weight, bias, library=avx2_kernels)
