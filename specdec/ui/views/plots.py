@@ -9,14 +9,13 @@ from specdec.ui.views.fates import FATE_COLORS, FATES, ROLE_COLORS
 
 import plotly.graph_objects as go
 import plotly.io as pio
-from plotly.subplots import make_subplots
 
 COLORS = {**FATE_COLORS, **ROLE_COLORS}  # a fate's colour, or a role's (a decoder, a distribution, the theory)
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]  # one per series
 TITLE_PX, SUBTITLE_PX = 14, 12
 # The plots' one background, as plotly's default: a new figure takes its default template without validating it, where
-# update_layout(template=...) validates the whole template again for every figure (~20 ms, most of a finished run's
-# figures' time on these CPUs).
+# update_layout(template=...) validates the whole template again for every figure, most of a finished run's figures'
+# time (the docs' notebook, the fast tier on the Zen 1, has the figures).
 pio.templates.default = "plotly_white"
 
 
@@ -138,7 +137,7 @@ def _held_parts(memory) -> list[tuple[str, int, str]]:
 
 
 # Two plots one above the other (what plotly's make_subplots(rows=2, row_heights=[0.72, 0.28], vertical_spacing=0.2)
-# lays out), written out: the memory figure is made for every finished run, and make_subplots alone takes ~20 ms.
+# lays out), written out: the memory figure is made for every finished run, and make_subplots alone took ~40% of it.
 MEMORY_AXES = {"xaxis": dict(anchor="y", domain=[0.0, 1.0]), "yaxis": dict(anchor="x", domain=[0.424, 1.0]),
                "xaxis2": dict(anchor="y2", domain=[0.0, 1.0]), "yaxis2": dict(anchor="x2", domain=[0.0, 0.224])}
 

@@ -141,7 +141,7 @@ class Lab(LabCore):
                     figures: dict | None = None) -> dict:
         """Everything about a finished (or stopped) run, from its record: tokens, cards, plots, steps table, exports;
         headline (HTML) follows the status line: the verdict, or the measurement's progress. figures: the run's
-        plots when this record's were drawn already (run_figures takes ~0.1 s)."""
+        plots when this record's were drawn already (drawing them is most of this view's time)."""
         if not record.exports:
             record.exports = export_trace(record)
         return {
